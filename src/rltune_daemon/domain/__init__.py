@@ -1,0 +1,31 @@
+"""Typed domain model shared by traces, simulator, planner and the Slurm backend."""
+
+from rltune_daemon.domain.arrays import ClusterArrays, JobTable, type_mask
+from rltune_daemon.domain.cluster import DEFAULT_PARTITION, ClusterSpec, NodeSpec, PartitionSpec
+from rltune_daemon.domain.jobs import Job
+from rltune_daemon.domain.plan import DEFAULT_PLACEMENT, Placement, PlacementKind, Plan, PlanEntry
+from rltune_daemon.domain.snapshot import NodeAlloc, NodeState, PendingState, RunningJob, Snapshot
+from rltune_daemon.domain.workload import EstimateModel, Workload
+
+__all__ = [
+    "DEFAULT_PARTITION",
+    "DEFAULT_PLACEMENT",
+    "ClusterArrays",
+    "ClusterSpec",
+    "EstimateModel",
+    "Job",
+    "JobTable",
+    "NodeAlloc",
+    "NodeSpec",
+    "NodeState",
+    "PartitionSpec",
+    "PendingState",
+    "Placement",
+    "PlacementKind",
+    "Plan",
+    "PlanEntry",
+    "RunningJob",
+    "Snapshot",
+    "Workload",
+    "type_mask",
+]
