@@ -1,0 +1,1 @@
+"""Command-line entry points: ``rltune`` (offline tools) and ``rltune-daemon`` (the service)."""

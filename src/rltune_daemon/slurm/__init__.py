@@ -1,0 +1,1 @@
+"""Slurm CLI backend: read pending/running jobs and node GRES state; apply Plans through scontrol."""
