@@ -1,0 +1,53 @@
+# rltune-daemon: every target sets itself up; on a fresh machine `make demo` and `make test` are all you need.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PIP := $(BIN)/pip --disable-pip-version-check -q
+DEB_PKGS := slurmctld slurmd slurm-client munge prometheus
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+
+.PHONY: setup system-deps demo test lint typecheck unit bench clean
+
+setup: $(STAMP) system-deps
+
+# Python environment: pip + venv (uv/poetry do not see the local CPU torch wheel), pinned by constraints.txt.
+$(STAMP): pyproject.toml constraints.txt
+	@$(PY) -m venv --help >/dev/null 2>&1 || { echo "python3 venv module missing: run 'apt-get install -y python3-venv' (as root)"; exit 1; }
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+	$(PIP) install -c constraints.txt "torch==2.13.0"
+	$(PIP) install -c constraints.txt -e ".[dev]"
+	@touch $@
+
+# Debian packages for the real-Slurm and Prometheus integration tests and the live demo.
+# Installed only when running as root and missing; otherwise those tests are skipped with a reason.
+system-deps:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	  if [ -n "$$missing" ]; then echo "installing Debian packages:$$missing"; \
+	    export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && \
+	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi; \
+	else echo "not root or no apt-get: Slurm/Prometheus integration tests will be skipped"; fi
+
+demo: setup
+	$(BIN)/python -m rltune_daemon.demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests
+
+typecheck: $(STAMP)
+	$(BIN)/mypy --strict src
+
+unit: $(STAMP)
+	$(BIN)/pytest -q -n $(NPROC) -m "not slurm and not prometheus"
+
+test: setup lint typecheck
+	$(BIN)/pytest -q -n $(NPROC) --durations=15
+
+bench: $(STAMP)
+	$(BIN)/rltune bench sim --trace philly --policy fcfs
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
