@@ -1,0 +1,177 @@
+"""SenseTime Helios (SC'21): a seeded generator fitted to the published statistics.
+
+The job-level Helios log could not be obtained (see data/helios/NOTICE.md), so jobs are generated:
+
+* GPUs per job: inverse CDF of the published GPU-request CDF of one Helios cluster (default Venus,
+  whose VC sizes the RLTune paper's 16/12/10/8/8-node VCs come from), mass between published points
+  put on the upper point (requests between powers of two are rare), ">64" drawn as 128; then capped
+  to the job's VC.
+* Duration: inverse CDF of the published GPU-job duration CDF (points at 2^i s), log-linear in time
+  between points. GPU count and duration are joined by a Gaussian copula with correlation ``rho``
+  (fitted so that the share of GPU *time* per request size matches the published GPU-time CDF; big
+  jobs run longer) without changing either marginal.
+* Arrivals: a non-homogeneous Poisson process whose hourly intensity follows the published mean
+  submissions per hour of day. Its mean rate is set so that each VC sees offered load ``load``
+  (GPU-seconds demanded / GPU-seconds available): a job goes to VC v with probability proportional
+  to ``C_v / m_v`` (C_v its GPUs, m_v the mean GPU-seconds of a job capped to it), i.e. to the VC
+  size corrected for capping. The heaviest 2 % of jobs (~80 % of all GPU time; a few multi-week
+  64-GPU jobs) are then re-placed greedily so that each VC's *realised* load is close to ``load``,
+  not just its expectation; the mean rate is ``load * sum(C_v) / mean(capped GPU-seconds per job)``.
+* Users: ``users`` in all, spread over VCs by size (at least 2 each); within a VC, job ownership
+  follows a Zipf law (P(k-th user) ~ 1/k): a few heavy users dominate, as in every cluster log.
+
+Cluster: 5 VCs (partitions ``vc1``..``vc5``) of 16/12/10/8/8 nodes x 8 V100, 48 CPUs, 376,000 MB
+(the Helios node: 2 x Xeon Gold 6146, 8 x V100-SXM2, 376 GB).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from rltune_daemon.domain.arrays import F64, I64
+from rltune_daemon.domain.cluster import ClusterSpec, NodeSpec, PartitionSpec
+from rltune_daemon.domain.workload import Workload
+from rltune_daemon.traces.assemble import RawJobs, assemble
+from rltune_daemon.traces.context import LoadContext
+from rltune_daemon.traces.published import HELIOS_CLUSTERS, HeliosProfile, helios
+from rltune_daemon.traces.sampling import (
+    correlated_uniforms,
+    discrete_from_cdf,
+    diurnal_arrivals,
+    loglinear_inverse_cdf,
+    rng_for,
+    zipf_choice,
+)
+
+VCS: tuple[tuple[str, int], ...] = (("vc1", 16), ("vc2", 12), ("vc3", 10), ("vc4", 8), ("vc5", 8))
+GPU_TYPE = "v100"
+NODE_GPUS, NODE_CPUS, NODE_MEM_MB = 8, 48, 376_000
+DEFAULT_JOBS = 20_000
+DEFAULT_LOAD = 0.75
+DEFAULT_USERS = 50
+HEAVY_SHARE = 0.02
+# Copula correlation per profile from ``traces.fit.fit_rho`` (least squares on the published GPU-time
+# CDF of requests <= 64 GPUs, 0.05 grid); see docs/traces.md.
+FITTED_RHO = {"venus": 0.15, "earth": 0.30, "saturn": 0.25, "uranus": 0.25}
+
+
+def cluster() -> ClusterSpec:
+    nodes = tuple(
+        NodeSpec(f"{vc}-{i:02d}", GPU_TYPE, NODE_GPUS, NODE_CPUS, NODE_MEM_MB, (vc,))
+        for vc, count in VCS
+        for i in range(1, count + 1)
+    )
+    return ClusterSpec(
+        "helios",
+        nodes,
+        tuple(PartitionSpec(vc) for vc, _ in VCS),
+        notes="RLTune §4.2: Helios VC1-VC5 of 16/12/10/8/8 nodes x 8 V100",
+    )
+
+
+def sample_sizes(profile: HeliosProfile, n: int, seed: int, rho: float) -> tuple[I64, F64]:
+    """Uncapped GPU counts and durations (s, whole seconds >= 1)."""
+    u_g, u_d = correlated_uniforms(rng_for(seed, "helios/sizes"), n, rho)
+    gpus = discrete_from_cdf(u_g, profile.gpu_values, profile.gpu_cdf_jobs)
+    dur = loglinear_inverse_cdf(u_d, profile.dur_seconds, profile.dur_cdf)
+    return gpus, np.maximum(np.round(dur), 1.0)
+
+
+def _balance_heavy(vc: I64, g_raw: I64, dur: F64, caps: I64) -> I64:
+    """Re-place the heaviest ``HEAVY_SHARE`` of jobs (by GPU-seconds) greedily, largest first, on the
+    VC whose load relative to its size stays lowest. Those few jobs carry ~80 % of the GPU time, so
+    left to chance they alone would decide which VC is overloaded."""
+    work = g_raw * dur
+    heavy = np.argsort(-work, kind="stable")[: int(HEAVY_SHARE * len(work))]
+    out = vc.copy()
+    light = np.ones(len(work), dtype=np.bool_)
+    light[heavy] = False
+    assigned = np.array(
+        [float((np.minimum(g_raw, c) * dur)[light & (vc == v)].sum()) for v, c in enumerate(caps)]
+    )
+    for j in heavy.tolist():
+        capped = np.minimum(g_raw[j], caps) * dur[j]
+        v = int(np.argmin((assigned + capped) / caps))
+        out[j] = v
+        assigned[v] += capped[v]
+    return out
+
+
+def generate(
+    n: int = DEFAULT_JOBS,
+    seed: int = 0,
+    load: float = DEFAULT_LOAD,
+    profile: str = "venus",
+    rho: float | None = None,
+    users: int = DEFAULT_USERS,
+) -> tuple[RawJobs, dict[str, Any]]:
+    prof = helios(profile)
+    r = FITTED_RHO[profile] if rho is None else rho
+    g_raw, dur = sample_sizes(prof, n, seed, r)
+    caps = np.array([c * NODE_GPUS for _, c in VCS], dtype=np.int64)
+    work = np.array([np.mean(np.minimum(g_raw, c) * dur) for c in caps])  # m_v
+    weight = caps / work
+    vc = rng_for(seed, "helios/vc").choice(len(VCS), size=n, p=weight / weight.sum())
+    vc = _balance_heavy(vc, g_raw, dur, caps)
+    gpus = np.minimum(g_raw, caps[vc])
+    rate = load * float(caps.sum()) / float(np.mean(gpus * dur))
+    submit = diurnal_arrivals(rng_for(seed, "helios/arrivals"), n, rate, prof.hourly_submissions)
+    names = [v for v, _ in VCS]
+    user_rng = rng_for(seed, "helios/users")
+    user_of = np.empty(n, dtype=np.int64)
+    per_vc = [max(2, round(users * c / caps.sum())) for c in caps]
+    for v, k in enumerate(per_vc):
+        rows = np.flatnonzero(vc == v)
+        user_of[rows] = zipf_choice(user_rng, len(rows), k)
+    vcs = [names[v] for v in vc.tolist()]
+    raw = RawJobs(
+        ids=[f"helios-{i:05d}" for i in range(1, n + 1)],
+        submit=submit,
+        runtime=dur,
+        gpus=gpus,
+        user=[f"{v}-u{u + 1:02d}" for v, u in zip(vcs, user_of.tolist(), strict=True)],
+        account=vcs,
+        partition=vcs,
+        notes={"gpus_capped_to_vc": int(np.count_nonzero(gpus < g_raw))},
+    )
+    span = float(submit[-1] - submit[0]) if n > 1 else 0.0
+    realised = {
+        names[v]: float((gpus[vc == v] * dur[vc == v]).sum() / (caps[v] * span)) if span else 0.0
+        for v in range(len(VCS))
+    }
+    meta = {
+        "generator": {
+            "profile": profile,
+            "jobs": n,
+            "load": load,
+            "rho": r,
+            "users": users,
+            "rate_per_s": rate,
+            "users_per_vc": dict(zip(names, per_vc, strict=True)),
+        },
+        "offered_load_by_vc": realised,
+    }
+    return raw, meta
+
+
+def load(ctx: LoadContext) -> Workload:
+    n = ctx.opts.integer("jobs", DEFAULT_JOBS, lo=1)
+    target = ctx.opts.number("load", DEFAULT_LOAD, lo=1e-3, hi=10.0)
+    profile = ctx.opts.choice("profile", "venus", HELIOS_CLUSTERS)
+    rho = ctx.opts.number("rho", math.nan, lo=-0.99, hi=0.99)
+    users = ctx.opts.integer("users", DEFAULT_USERS, lo=1)
+    cap = ctx.opts.seconds("max_time", ctx.default_cap)
+    ctx.opts.finish()
+    raw, meta = generate(n, ctx.seed, target, profile, None if math.isnan(rho) else rho, users)
+    return assemble(
+        "helios",
+        ctx.cluster or cluster(),
+        raw,
+        estimates=ctx.estimates(raw, "helios"),
+        seed=ctx.seed,
+        cap=cap,
+        meta={"source": "generated", **meta},
+    )

@@ -1,0 +1,101 @@
+"""``load_workload``: one entry point for named traces and files a user brings.
+
+A ``spec`` that is one of ``TRACE_NAMES`` selects a bundled trace or generator; anything else is a path
+whose format is detected from its extension and first line (SWF, ``sacct -P`` export, plain CSV).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rltune_daemon.domain.cluster import ClusterSpec
+from rltune_daemon.domain.workload import Workload
+from rltune_daemon.errors import UserError
+from rltune_daemon.traces import alibaba, clusterfile, csvfile, helios, openb, philly, sacct, swf, testbed
+from rltune_daemon.traces.context import LoadContext
+from rltune_daemon.traces.options import Options
+from rltune_daemon.traces.resources import file_text
+
+Loader = Callable[[LoadContext], Workload]
+
+_NAMED: dict[str, tuple[Loader, float, str]] = {
+    # name: (loader, default site maximum time limit for the user estimate model (s), one-line summary)
+    "philly": (philly.load, 7 * 86400.0, "Microsoft Philly 2017, 82,247 real jobs on 44 x 8 P100"),
+    "helios": (
+        helios.load,
+        7 * 86400.0,
+        "SenseTime Helios (Venus) statistics, generated; 5 VCs of 8 V100 nodes",
+    ),
+    "alibaba": (alibaba.load, 7 * 86400.0, "Alibaba PAI 2020 machines (1/20 slice) + generated jobs"),
+    "alibaba-openb": (
+        openb.load,
+        7 * 86400.0,
+        "Alibaba GPU 2023 (openb) real pod list on a 1/100 node slice",
+    ),
+    "testbed": (testbed.load, 4 * 3600.0, "RLTune §5.6: 1,024 DL jobs on the local 13-GPU Slurm testbed"),
+}
+
+TRACE_NAMES: tuple[str, ...] = tuple(_NAMED)
+
+
+def describe_traces() -> dict[str, str]:
+    """Name -> one-line summary, for ``rltune trace list``."""
+    return {name: summary for name, (_, _, summary) in _NAMED.items()}
+
+
+def load_workload(
+    spec: str,
+    *,
+    estimates: str | None = None,
+    seed: int = 0,
+    cluster: ClusterSpec | str | None = None,
+    **opts: Any,
+) -> Workload:
+    """Load a named trace or a trace file (see module docstring and docs/traces.md).
+
+    ``estimates``: ``oracle`` (limit = runtime), ``user`` (modelled requests) or ``trace`` (the file's own
+    limits); None picks ``trace`` where the source has requested times, else ``user``. ``cluster`` replaces
+    the trace's cluster: a ``ClusterSpec`` or a cluster file path (``traces.clusterfile``).
+    """
+    if seed < 0:
+        raise UserError(f"seed must be >= 0, got {seed}")
+    spec_cluster = clusterfile.load(cluster) if isinstance(cluster, str) else cluster
+    named = _NAMED.get(spec.lower())
+    if named is not None:
+        loader, cap, _ = named
+        ctx = LoadContext(Options(spec.lower(), opts), seed, estimates, spec_cluster, cap)
+        return loader(ctx)
+    path = Path(spec)
+    if not path.exists():
+        raise UserError(f"{spec}: no such trace file or trace name (names: {', '.join(TRACE_NAMES)})")
+    text = file_text(path)
+    kind = detect_format(path, text)
+    ctx = LoadContext(Options(f"{path.name} ({kind})", opts), seed, estimates, spec_cluster)
+    if kind == "swf":
+        return swf.load(ctx, text, str(path))
+    if kind == "sacct":
+        return sacct.load(ctx, text, str(path))
+    return csvfile.load(ctx, text, str(path))
+
+
+def detect_format(path: Path, text: str) -> str:
+    """``swf``, ``sacct`` or ``csv`` from the extension, else from the first non-blank line."""
+    name = path.name.lower()
+    for suffix in (".xz", ".gz", ".bz2"):
+        name = name.removesuffix(suffix)
+    if name.endswith(".swf"):
+        return "swf"
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    if first.startswith(";"):
+        return "swf"
+    if "|" in first and "jobid" in first.lower().split("|"):
+        return "sacct"
+    cols = [c.strip().lower() for c in first.split(",")]
+    if {"id", "submit", "runtime", "gpus"} <= set(cols):
+        return "csv"
+    raise UserError(
+        f"{path}: unrecognised trace format (first line {first[:60]!r}); expected an SWF file (*.swf), "
+        "a 'sacct -P' export with a JobID|... header, or a CSV with header id,submit,runtime,gpus,..."
+    )
