@@ -93,8 +93,8 @@ def detect_format(path: Path, text: str) -> str:
     if "|" in first and "jobid" in first.lower().split("|"):
         return "sacct"
     cols = [c.strip().lower() for c in first.split(",")]
-    if {"id", "submit", "runtime", "gpus"} <= set(cols):
-        return "csv"
+    if name.endswith(".csv") or {"id", "submit", "runtime", "gpus"} <= set(cols):
+        return "csv"  # the CSV parser names missing or unknown columns
     raise UserError(
         f"{path}: unrecognised trace format (first line {first[:60]!r}); expected an SWF file (*.swf), "
         "a 'sacct -P' export with a JobID|... header, or a CSV with header id,submit,runtime,gpus,..."

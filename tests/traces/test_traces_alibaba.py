@@ -1,0 +1,68 @@
+"""Alibaba PAI 2020: real machine pool (sliced) + generator fitted to the published figures."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from rltune_daemon.domain.workload import Workload
+from rltune_daemon.traces import alibaba as gen
+from rltune_daemon.traces import load_workload
+
+
+def test_cluster_slice(alibaba: Workload) -> None:
+    spec = alibaba.cluster
+    by_type = Counter(n.gpu_type for n in spec.nodes)
+    # machine counts / 20, rounded: P100 798, T4 497, MISC 280, V100M32 135, V100 59 + 45
+    assert by_type == {"p100": 40, "t4": 25, "misc": 14, "v100m32": 7, "v100": 5}
+    assert {(n.gpu_type, n.gpus) for n in spec.nodes} == {
+        ("p100", 2),
+        ("t4", 2),
+        ("misc", 8),
+        ("v100m32", 8),
+        ("v100", 8),
+    }
+    assert "" not in spec.gpu_types  # CPU machines dropped
+    tiny = gen.cluster(fraction=1 / 1000)
+    assert Counter(n.gpu_type for n in tiny.nodes) == {t: 1 for t in by_type}
+
+
+def test_runtime_model(alibaba: Workload) -> None:
+    sigma = gen.lognormal_sigma(gen.MEDIAN_RUN, gen.TABLE2_MEAN_RUN, gen.MAX_RUN)
+    # analytic truncated-lognormal mean hits Table 2 exactly; the sample mean is heavy-tailed
+    runtime = np.array([j.runtime for j in alibaba.jobs])
+    assert 1.9 < sigma < 2.3
+    assert np.median(runtime) == pytest.approx(gen.MEDIAN_RUN, rel=0.05)
+    assert runtime.mean() == pytest.approx(gen.TABLE2_MEAN_RUN, rel=0.20)
+    assert runtime.max() <= 30 * 86400 and runtime.min() >= 1
+
+
+def test_sizes_and_constraints(alibaba: Workload) -> None:
+    n = len(alibaba.jobs)
+    gpus = Counter(j.gpus for j in alibaba.jobs)
+    for value, p in zip(gen.GPU_VALUES, gen.GPU_PROBS, strict=True):
+        assert 100 * gpus[value] / n == pytest.approx(100 * p, abs=1.0)
+    types = Counter(j.gpu_types for j in alibaba.jobs)
+    for t, p in gen.CONSTRAINTS:
+        assert 100 * types[t] / n == pytest.approx(100 * p, abs=1.5)
+    assert alibaba.meta["dropped"] == {}
+
+
+def test_arrival_rate(alibaba: Workload) -> None:
+    assert alibaba.meta["offered_load"] == pytest.approx(0.75, abs=0.05)
+    t2 = load_workload("alibaba", jobs=4000, rate=gen.TABLE2_RATE)
+    expected = gen.TABLE2_RATE * t2.cluster.total_gpus / gen.FULL_CLUSTER_GPUS
+    assert t2.meta["generator"]["rate_per_s"] == pytest.approx(expected)
+    realised = (len(t2.jobs) - 1) / t2.jobs[-1].submit
+    assert realised == pytest.approx(expected, rel=0.05)
+
+
+def test_users(alibaba: Workload) -> None:
+    users = Counter(j.user for j in alibaba.jobs)
+    assert len(users) == round(gen.TABLE4_USERS / 20)
+    top = users.most_common(1)[0][1] / len(alibaba.jobs)
+    assert top > 0.1  # Zipf: the heaviest user submits far more than 1/62 of the jobs
+    assert not math.isnan(top)

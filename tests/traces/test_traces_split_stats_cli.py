@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rltune_daemon.cli.main import main
+from rltune_daemon.domain.workload import Workload
+from rltune_daemon.traces import load_workload, split_by_time, trace_stats
+
+
+def test_split_by_time(testbed: Workload) -> None:
+    train, test = split_by_time(testbed)
+    assert len(train.jobs) == 922 and len(test.jobs) == 102
+    assert train.jobs == testbed.jobs[:922]
+    assert [j.id for j in test.jobs] == [j.id for j in testbed.jobs[922:]]
+    offset = testbed.jobs[922].submit
+    assert test.jobs[0].submit == 0.0 and test.meta["time_offset"] == offset
+    assert test.jobs[-1].submit == pytest.approx(testbed.jobs[-1].submit - offset)
+    assert train.cluster == testbed.cluster and test.estimates == testbed.estimates
+    assert (train.meta["split"], test.meta["split"]) == ("train", "held_out")
+    with pytest.raises(ValueError):
+        split_by_time(testbed, held_out=1.0)
+
+
+def test_trace_stats(testbed: Workload) -> None:
+    s = trace_stats(testbed)
+    assert s["jobs"] == 1024
+    assert s["cluster"]["total_gpus"] == 13 and "2 x p100 (4 GPUs" in s["cluster"]["describe"]
+    assert sum(v["jobs"] for v in s["gpu_sizes"].values()) == 1024
+    assert set(s["gpu_sizes"]) == {"1", "2", "4", "8"}
+    assert s["runtime_s"]["p10"] <= s["runtime_s"]["p50"] <= s["runtime_s"]["p90"] <= s["runtime_s"]["p99"]
+    assert s["time_limit_s"]["p50"] >= s["runtime_s"]["p50"]
+    assert s["span_days"] * 86400 == pytest.approx(testbed.jobs[-1].submit)
+    assert s["arrival_rate_per_hour"] == pytest.approx(3600 * 1023 / testbed.jobs[-1].submit)
+    assert s["cluster"]["gpu_types"] == {"k80": 4, "m40": 1, "p100": 8}
+    json.dumps(s)
+
+
+def test_cli_stats(capsys: pytest.CaptureFixture[str], fixtures: Path) -> None:
+    assert main(["trace", "stats", "testbed", "--json", "--seed", "2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["jobs"] == 1024 and out["estimates"] == "user"
+    assert (
+        main(
+            [
+                "trace",
+                "stats",
+                str(fixtures / "sacct_testbed.txt"),
+                "--cluster",
+                str(fixtures / "scontrol_testbed_nodes.txt"),
+            ]
+        )
+        == 0
+    )
+    text = capsys.readouterr().out
+    assert "jobs         5" in text and "13 GPUs" in text and "never_started 11" in text
+    assert main(["trace", "stats", "helios", "--opt", "jobs=500", "--estimates", "oracle"]) == 0
+    assert "estimates: oracle" in capsys.readouterr().out
+
+
+def test_cli_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["trace", "stats", "/no/file.swf"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: /no/file.swf")
+    assert main(["trace", "stats", "philly", "--opt", "scale"]) == 2
+    assert "--opt wants key=value" in capsys.readouterr().err
+
+
+def test_cli_list_fit_export(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["trace", "list"]) == 0
+    assert "alibaba-openb" in capsys.readouterr().out
+    assert main(["trace", "fit", "testbed"]) == 0
+    assert "Produced by `rltune trace fit testbed --seed 0`" in capsys.readouterr().out
+    assert main(["trace", "fit", "alibaba", "--jobs", "2000", "--json"]) == 0
+    assert "Job statistics" in json.loads(capsys.readouterr().out)["tables"]
+    out, nodes = tmp_path / "tb.csv", tmp_path / "tb.nodes"
+    assert main(["trace", "export", "testbed", "-o", str(out), "--cluster-out", str(nodes)]) == 0
+    again = load_workload(str(out), cluster=str(nodes))
+    assert again.jobs == load_workload("testbed").jobs
