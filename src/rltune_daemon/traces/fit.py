@@ -206,7 +206,7 @@ def markdown(rep: dict[str, Any]) -> str:
         out.append("")
         out.append("| " + " | ".join(table["header"]) + " |")
         out.append("|" + "---|" * len(table["header"]))
-        out += ["| " + " | ".join(str(c) for c in row) + " |" for row in table["rows"]]
+        out += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in table["rows"]]
         out.append("")
     return "\n".join(out)
 
