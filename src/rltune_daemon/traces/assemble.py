@@ -9,7 +9,7 @@ malformed file never yields a half-loaded workload) and call ``assemble``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from rltune_daemon.domain.arrays import F64, I64
 from rltune_daemon.domain.cluster import ClusterSpec
 from rltune_daemon.domain.jobs import Job
 from rltune_daemon.domain.workload import EstimateModel, Workload
+from rltune_daemon.errors import UserError
 from rltune_daemon.traces import feasibility
 from rltune_daemon.traces.estimates import DEFAULT_CAP, DEFAULT_MODEL, UserEstimateModel, estimate_limits
 
@@ -113,19 +114,19 @@ def _ints(col: I64 | None, n: int) -> I64:
     return col if col is not None else np.zeros(n, dtype=np.int64)
 
 
-def resolve_estimates(
-    requested: str | None, raw_has_limits: bool, name: str
-) -> Literal["oracle", "user", "trace"]:
+def resolve_estimates(requested: str | None, raw_has_limits: bool, name: str) -> EstimateModel:
     """``None`` picks the file's own limits when it has them, else the user model."""
-    from rltune_daemon.errors import UserError
-
     if requested is None:
         return "trace" if raw_has_limits else "user"
-    if requested not in ("oracle", "user", "trace"):
-        raise UserError(f"unknown estimates model {requested!r} (choose oracle, user or trace)")
     if requested == "trace" and not raw_has_limits:
         raise UserError(f"{name} records no requested time limits; use --estimates oracle or user")
-    return requested  # type: ignore[return-value]
+    if requested == "trace":
+        return "trace"
+    if requested == "user":
+        return "user"
+    if requested == "oracle":
+        return "oracle"
+    raise UserError(f"unknown estimates model {requested!r} (choose oracle, user or trace)")
 
 
 def assemble(
