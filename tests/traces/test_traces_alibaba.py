@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from rltune_daemon.domain.workload import Workload
+from rltune_daemon.errors import InputFileError
 from rltune_daemon.traces import alibaba as gen
 from rltune_daemon.traces import load_workload
 
@@ -66,3 +68,16 @@ def test_users(alibaba: Workload) -> None:
     top = users.most_common(1)[0][1] / len(alibaba.jobs)
     assert top > 0.1  # Zipf: the heaviest user submits far more than 1/62 of the jobs
     assert not math.isnan(top)
+
+
+def test_machine_file_option(tmp_path: Path) -> None:
+    f = tmp_path / "machines.csv"
+    f.write_text(
+        "machine,gpu_type,cap_cpu,cap_mem,cap_gpu\nm1,V100,96,512,8\nm2,T4,96,512,2\nm3,CPU,96,512,0\n"
+    )
+    w = load_workload("alibaba", machines=str(f), slice=1, jobs=500)
+    assert sorted(n.gpu_type for n in w.cluster.nodes) == ["t4", "v100"]
+    assert all(j.gpus <= 10 for j in w.jobs) and w.meta["gpus_capped_to_pool"] > 0
+    f.write_text("machine,gpu_type,cap_cpu,cap_mem,cap_gpu\nm1,V100,many,512,8\n")
+    with pytest.raises(InputFileError, match=r"machines.csv:2: want machine,gpu_type"):
+        load_workload("alibaba", machines=str(f))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import lzma
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,16 @@ def test_swf(fixtures: Path) -> None:
         "raised_to_runtime": 1,
     }
     assert w.meta["header"]["MaxNodes"] == "4"
+
+
+def test_compressed_file(fixtures: Path, tmp_path: Path) -> None:
+    packed = tmp_path / "small.swf.xz"
+    packed.write_bytes(lzma.compress((fixtures / "small.swf").read_bytes()))
+    assert load_workload(str(packed)).jobs == load_workload(str(fixtures / "small.swf")).jobs
+    broken = tmp_path / "broken.swf.xz"
+    broken.write_bytes(b"not xz at all")
+    with pytest.raises(UserError, match="corrupt compressed file"):
+        load_workload(str(broken))
 
 
 def test_swf_user_model_and_malformed(fixtures: Path, tmp_path: Path) -> None:
