@@ -83,3 +83,13 @@ def test_other_profiles_and_bad_options() -> None:
         load_workload("helios", profile="mars")
     with pytest.raises(UserError, match="unknown option"):
         load_workload("helios", job=5)
+
+
+def test_vc_fit_half() -> None:
+    w = load_workload("helios", jobs=4000, vc_fit="half")
+    half = {p: 4 * sum(1 for n in w.cluster.nodes if p in n.partitions) for p in w.cluster.partition_names}
+    assert all(j.gpus <= half[j.partition] for j in w.jobs)
+    assert max(j.gpus for j in w.jobs) == 64  # half of vc1
+    assert w.meta["generator"]["vc_fit"] == "half"
+    whole = load_workload("helios", jobs=4000)
+    assert max(j.gpus for j in whole.jobs) == 128

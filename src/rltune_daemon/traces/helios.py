@@ -17,6 +17,10 @@ The job-level Helios log could not be obtained (see data/helios/NOTICE.md), so j
   size corrected for capping. The heaviest 2 % of jobs (~80 % of all GPU time; a few multi-week
   64-GPU jobs) are then re-placed greedily so that each VC's *realised* load is close to ``load``,
   not just its expectation; the mean rate is ``load * sum(C_v) / mean(capped GPU-seconds per job)``.
+* VC fit (option ``vc_fit``): ``whole`` (default) caps a job to its VC's GPUs; ``half`` sends a job
+  only to VCs at least twice its size and caps it at half the largest VC. With ``whole``, jobs as
+  large as a whole VC make the VC drain before they start, which dominates FCFS waiting; ``half``
+  models tenants whose VC is sized for their largest jobs.
 * Users: ``users`` in all, spread over VCs by size (at least 2 each); within a VC, job ownership
   follows a Zipf law (P(k-th user) ~ 1/k): a few heavy users dominate, as in every cluster log.
 
@@ -31,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from rltune_daemon.domain.arrays import F64, I64
+from rltune_daemon.domain.arrays import F64, I64, B
 from rltune_daemon.domain.cluster import ClusterSpec, NodeSpec, PartitionSpec
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.traces.assemble import RawJobs, assemble
@@ -80,24 +84,42 @@ def sample_sizes(profile: HeliosProfile, n: int, seed: int, rho: float) -> tuple
     return gpus, np.maximum(np.round(dur), 1.0)
 
 
-def _balance_heavy(vc: I64, g_raw: I64, dur: F64, caps: I64) -> I64:
+def _balance_heavy(vc: I64, g_raw: I64, dur: F64, caps: I64, limit: I64, eligible: B) -> I64:
     """Re-place the heaviest ``HEAVY_SHARE`` of jobs (by GPU-seconds) greedily, largest first, on the
-    VC whose load relative to its size stays lowest. Those few jobs carry ~80 % of the GPU time, so
-    left to chance they alone would decide which VC is overloaded."""
+    eligible VC whose load relative to its size stays lowest. Those few jobs carry ~80 % of the GPU
+    time, so left to chance they alone would decide which VC is overloaded."""
     work = g_raw * dur
     heavy = np.argsort(-work, kind="stable")[: int(HEAVY_SHARE * len(work))]
     out = vc.copy()
     light = np.ones(len(work), dtype=np.bool_)
     light[heavy] = False
     assigned = np.array(
-        [float((np.minimum(g_raw, c) * dur)[light & (vc == v)].sum()) for v, c in enumerate(caps)]
+        [float((np.minimum(g_raw, c) * dur)[light & (vc == v)].sum()) for v, c in enumerate(limit)]
     )
     for j in heavy.tolist():
-        capped = np.minimum(g_raw[j], caps) * dur[j]
-        v = int(np.argmin((assigned + capped) / caps))
+        capped = np.minimum(g_raw[j], limit) * dur[j]
+        v = int(np.argmin(np.where(eligible[j], (assigned + capped) / caps, np.inf)))
         out[j] = v
         assigned[v] += capped[v]
     return out
+
+
+def assign_vcs(g_raw: I64, dur: F64, seed: int, vc_fit: str = "whole") -> tuple[I64, I64]:
+    """VC per job and the per-VC cap on GPUs (see module docstring)."""
+    caps = np.array([c * NODE_GPUS for _, c in VCS], dtype=np.int64)
+    limit = caps if vc_fit == "whole" else caps // 2
+    work = np.array([np.mean(np.minimum(g_raw, c) * dur) for c in limit])  # m_v
+    weight = caps / work
+    if vc_fit == "whole":
+        eligible = np.ones((len(g_raw), len(caps)), dtype=np.bool_)
+    else:  # only VCs at least twice the job's size; the biggest jobs go to the biggest VC
+        eligible = limit[None, :] >= g_raw[:, None]
+        eligible[~eligible.any(axis=1)] = limit == limit.max()
+    w = np.where(eligible, weight[None, :], 0.0)
+    cum = np.cumsum(w, axis=1) / w.sum(axis=1, keepdims=True)
+    u = rng_for(seed, "helios/vc").random(len(g_raw))
+    vc = np.minimum((u[:, None] > cum).sum(axis=1), len(caps) - 1).astype(np.int64)
+    return _balance_heavy(vc, g_raw, dur, caps, limit, eligible), limit
 
 
 def generate(
@@ -107,16 +129,14 @@ def generate(
     profile: str = "venus",
     rho: float | None = None,
     users: int = DEFAULT_USERS,
+    vc_fit: str = "whole",
 ) -> tuple[RawJobs, dict[str, Any]]:
     prof = helios(profile)
     r = FITTED_RHO[profile] if rho is None else rho
     g_raw, dur = sample_sizes(prof, n, seed, r)
     caps = np.array([c * NODE_GPUS for _, c in VCS], dtype=np.int64)
-    work = np.array([np.mean(np.minimum(g_raw, c) * dur) for c in caps])  # m_v
-    weight = caps / work
-    vc = rng_for(seed, "helios/vc").choice(len(VCS), size=n, p=weight / weight.sum())
-    vc = _balance_heavy(vc, g_raw, dur, caps)
-    gpus = np.minimum(g_raw, caps[vc])
+    vc, limit = assign_vcs(g_raw, dur, seed, vc_fit)
+    gpus = np.minimum(g_raw, limit[vc])
     rate = load * float(caps.sum()) / float(np.mean(gpus * dur))
     submit = diurnal_arrivals(rng_for(seed, "helios/arrivals"), n, rate, prof.hourly_submissions)
     names = [v for v, _ in VCS]
@@ -148,6 +168,7 @@ def generate(
             "jobs": n,
             "load": load,
             "rho": r,
+            "vc_fit": vc_fit,
             "users": users,
             "rate_per_s": rate,
             "users_per_vc": dict(zip(names, per_vc, strict=True)),
@@ -163,9 +184,10 @@ def load(ctx: LoadContext) -> Workload:
     profile = ctx.opts.choice("profile", "venus", HELIOS_CLUSTERS)
     rho = ctx.opts.number("rho", math.nan, lo=-0.99, hi=0.99)
     users = ctx.opts.integer("users", DEFAULT_USERS, lo=1)
+    vc_fit = ctx.opts.choice("vc_fit", "whole", ("whole", "half"))
     cap = ctx.opts.seconds("max_time", ctx.default_cap)
     ctx.opts.finish()
-    raw, meta = generate(n, ctx.seed, target, profile, None if math.isnan(rho) else rho, users)
+    raw, meta = generate(n, ctx.seed, target, profile, None if math.isnan(rho) else rho, users, vc_fit)
     return assemble(
         "helios",
         ctx.cluster or cluster(),
