@@ -1,0 +1,1 @@
+../../src/rltune_daemon/slurm/local/up.sh

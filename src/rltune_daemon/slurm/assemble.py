@@ -1,0 +1,219 @@
+"""Turn parsed Slurm records into a domain ``Snapshot`` (pure; shared by the CLI and pyslurm readers).
+
+Conventions, each forced by how Slurm 22.05 behaves:
+
+* Job ids are RAW ids (squeue ``%A``): the id ``sprio`` prints and ``scontrol update JobId=`` takes
+  for exactly that record (FACTS a). A pending array whose tasks were never split is ONE record whose
+  raw id equals the array id (``12_[0-3]`` -> ``12``); updating that id updates every task of the
+  array, split ones included, so it is marked by ``PendingState.array_job_id == job id``. A task that
+  was split off (by an update or a start) has its own raw id and ``array_job_id`` = the array id.
+* ``Job.gpus``/``cpus``/``mem_mb`` are job totals (for an unsplit array: per task). GPUs come from
+  tres-per-node x nodes, else tres-per-job (``--gpus``), else tres-per-task x tasks; CPUs and memory
+  from ``tres-alloc`` (``%m`` is per CPU or per node with no way to tell, FACTS e).
+* ``time_limit`` UNLIMITED becomes the partition's MaxTime when finite, else ``unlimited_s`` (365 days:
+  Slurm itself plans an unlimited job as running one year; a started job with no limit in a
+  MaxTime=INFINITE partition shows ``365-00:00:00``).
+* Running jobs' per-node allocation: GPUs from tres-per-node, or per-job GPUs split evenly over the
+  node list; CPUs and memory split evenly. Exact per-node data needs ``scontrol -d show job`` (free
+  text, 40 ms per 1000 jobs); node totals come from sinfo anyway, which is exact.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rltune_daemon.domain import (
+    DEFAULT_PARTITION,
+    Job,
+    NodeAlloc,
+    NodeState,
+    PartitionSpec,
+    PendingState,
+    RunningJob,
+    Snapshot,
+)
+from rltune_daemon.slurm.formats import compress_hostlist, expand_hostlist
+from rltune_daemon.slurm.parse import (
+    JobRecord,
+    NodeRecord,
+    PrioRecord,
+    TresRecord,
+    gpus_in_spec,
+    node_usable,
+)
+
+UNLIMITED_DEFAULT_S = 365 * 86400.0
+
+
+@dataclass
+class ReadInfo:
+    """What the reader learned besides the Snapshot.
+
+    ``skipped``: ``(id, reason)`` of records left out. ``site_factor_unknown``: pending jobs absent from
+    sprio (held, or released less than ~1 s ago, FACTS a) whose ``site_factor`` of 0 is a guess; the
+    writer always writes SiteFactor for them instead of comparing. ``array_tasks``: tasks per record
+    for pending arrays. ``display_ids``: ``A_T`` / ``A_[tasks]`` ids as users see them in squeue.
+    """
+
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    site_factor_unknown: frozenset[str] = frozenset()
+    array_tasks: dict[str, int] = field(default_factory=dict)
+    display_ids: dict[str, str] = field(default_factory=dict)
+    calls: int = 0
+    seconds: float = 0.0
+
+
+def request_gpus(rec: JobRecord, tres: TresRecord | None) -> tuple[int, str]:
+    """Total GPUs and the GPU type a job asks for (see module docstring)."""
+    per_node, ptype = gpus_in_spec(rec.tres_per_node)
+    if per_node:
+        return per_node * max(rec.nodes, 1), ptype
+    if tres is not None:
+        per_job, jtype = gpus_in_spec(tres.tres_per_job)
+        if per_job:
+            return per_job, jtype
+        per_task, ttype = gpus_in_spec(tres.tres_per_task)
+        if per_task:
+            return per_task * max(tres.num_tasks, 1), ttype
+    return 0, ""
+
+
+def _time_limit(rec: JobRecord, max_time: Mapping[str, float], unlimited_s: float) -> float:
+    if math.isfinite(rec.time_limit) and rec.time_limit > 0:
+        return rec.time_limit
+    part_max = max_time.get(rec.partitions[0], math.inf) if rec.partitions else math.inf
+    return part_max if math.isfinite(part_max) and part_max > 0 else unlimited_s
+
+
+def _job(rec: JobRecord, tres: TresRecord | None, limit: float) -> Job:
+    gpus, gtype = request_gpus(rec, tres)
+    cpus = tres.cpus if tres is not None and tres.cpus is not None else rec.cpus
+    mem = tres.mem_mb if tres is not None else None
+    if mem is None:  # %m is per CPU or per node (FACTS e): a per-node guess
+        mem = rec.min_memory_mb * max(rec.nodes, 1)
+    if rec.submit is None:
+        raise ValueError("no submit time")
+    return Job(
+        id=rec.job_id, submit=rec.submit, gpus=gpus, time_limit=limit,
+        gpu_types=(gtype,) if gtype else (), nodes=rec.nodes, cpus=cpus, mem_mb=mem,
+        user=rec.user, account=rec.account, partition=rec.partitions[0] if rec.partitions else "",
+        qos=rec.qos,
+    )
+
+
+def _split(total: int, k: int) -> list[int]:
+    base, extra = divmod(total, k)
+    return [base + (1 if i < extra else 0) for i in range(k)]
+
+
+def _allocation(rec: JobRecord, job: Job) -> tuple[NodeAlloc, ...]:
+    names = expand_hostlist(rec.node_list)
+    if not names:
+        return ()
+    k = len(names)
+    per_node, _ = gpus_in_spec(rec.tres_per_node)
+    gpus = [per_node] * k if per_node else _split(job.gpus, k)
+    cpus, mem = _split(job.cpus, k), _split(job.mem_mb, k)
+    return tuple(NodeAlloc(n, g, c, m) for n, g, c, m in zip(names, gpus, cpus, mem, strict=True))
+
+
+def _pending_state(rec: JobRecord, prio: Sequence[PrioRecord]) -> PendingState:
+    row = next((p for p in prio if rec.partitions and p.partition == rec.partitions[0]), None)
+    row = row or (prio[0] if prio else None)
+    return PendingState(
+        priority=rec.priority,
+        site_factor=row.site_factor if row is not None else 0,
+        reason=rec.reason,
+        nice=rec.nice,
+        req_nodes=rec.req_nodes,
+        exc_nodes=rec.exc_nodes,
+        oversubscribe=rec.oversubscribe,
+        admin_priority=row.admin_set() if row is not None else False,
+        held=rec.priority == 0 or rec.reason.startswith("JobHeld"),
+        array_job_id=rec.array_job_id,
+    )
+
+
+def merge_nodes(rows: Iterable[NodeRecord]) -> tuple[list[NodeState], list[PartitionSpec], dict[str, float]]:
+    """Nodes (one per name, partitions merged), partitions and their MaxTime from sinfo -N rows."""
+    nodes: dict[str, NodeRecord] = {}
+    parts: dict[str, list[str]] = {}
+    specs: dict[str, PartitionSpec] = {}
+    max_time: dict[str, float] = {}
+    for r in rows:
+        nodes.setdefault(r.name, r)
+        if r.partition:
+            plist = parts.setdefault(r.name, [])
+            if r.partition not in plist:
+                plist.append(r.partition)
+            specs.setdefault(r.partition, PartitionSpec(r.partition, r.priority_tier, r.priority_job_factor))
+            max_time.setdefault(r.partition, r.max_time)
+    states = [
+        NodeState(
+            name=r.name, gpu_type=r.gpu_type, gpus=r.gpus, gpus_alloc=r.gpus_alloc, cpus=r.cpus,
+            cpus_alloc=r.cpus_alloc, mem_mb=r.mem_mb, mem_alloc_mb=r.mem_alloc_mb,
+            partitions=tuple(sorted(parts.get(r.name, []))), state=r.state, usable=node_usable(r.state),
+        )
+        for r in nodes.values()
+    ]
+    return states, sorted(specs.values(), key=lambda p: p.name), max_time
+
+
+def build_snapshot(
+    clock: float,
+    jobs: Sequence[JobRecord],
+    tres: Mapping[str, TresRecord],
+    prio: Mapping[str, Sequence[PrioRecord]],
+    node_rows: Sequence[NodeRecord],
+    *,
+    unlimited_s: float = UNLIMITED_DEFAULT_S,
+    source: str = "slurm",
+    require_tres: bool = True,
+) -> tuple[Snapshot, ReadInfo]:
+    """Assemble a Snapshot. Pending jobs missing from the tres output (they changed state between the
+    two squeue calls) are skipped when ``require_tres``; running ones fall back to ``%b``/``%m``."""
+    info = ReadInfo()
+    nodes, partitions, max_time = merge_nodes(node_rows)
+    pending: list[Job] = []
+    pstate: list[PendingState] = []
+    running: list[RunningJob] = []
+    unknown: set[str] = set()
+    tasks: dict[str, list[str]] = {}
+    for rec in jobs:
+        if rec.job_id in tasks:  # further tasks of an unsplit pending array (squeue -r)
+            tasks[rec.job_id].append(rec.array_task)
+            continue
+        tasks[rec.job_id] = [rec.array_task]
+        t = tres.get(rec.job_id)
+        try:
+            job = _job(rec, t, _time_limit(rec, max_time, unlimited_s))
+        except ValueError as exc:
+            info.skipped.append((rec.job_id, str(exc)))
+            continue
+        if rec.array_job_id:
+            info.display_ids[rec.job_id] = f"{rec.array_job_id}_{rec.array_task}"
+        if rec.state == "PENDING":
+            if t is None and require_tres:
+                info.skipped.append((rec.job_id, "left the queue between the two squeue calls"))
+                continue
+            rows = prio.get(rec.job_id, ())
+            if not rows:
+                unknown.add(rec.job_id)
+            pending.append(job)
+            pstate.append(_pending_state(rec, rows))
+        elif rec.state == "RUNNING":
+            start = rec.start if rec.start is not None else clock
+            running.append(RunningJob(job, start, start + job.time_limit, _allocation(rec, job)))
+    for job_id, ids in tasks.items():
+        if len(ids) > 1 and job_id in info.display_ids:
+            info.array_tasks[job_id] = len(ids)
+            info.display_ids[job_id] = f"{job_id}_{compress_hostlist(ids)}"
+    info.site_factor_unknown = frozenset(unknown)
+    snap = Snapshot(
+        clock=clock, pending=tuple(pending), pending_state=tuple(pstate), running=tuple(running),
+        nodes=tuple(nodes), partitions=tuple(partitions) or (PartitionSpec(DEFAULT_PARTITION),),
+        source=source,
+    )
+    return snap, info
