@@ -1,1 +1,188 @@
-"""Fixtures that start a real local Slurm cluster (filled in by the Slurm backend work)."""
+"""pytest plugin: a real local Slurm 22.05 cluster for tests marked ``slurm``.
+
+The cluster is the project's own (``rltune_daemon.slurm.localcluster``): a private state dir under
+/tmp, free ports picked at random, its own munged, ``MessageTimeout=3`` so that a dead controller is
+noticed in ~2 s (clients retry MessageTimeout-1 s, FACTS g). It starts once per session (~0.5 s) and
+is stopped at the end. Not root -> the tests are skipped; root without Slurm -> they FAIL and say
+to run ``make setup``.
+
+Under pytest-xdist every test marked ``slurm`` goes to ONE worker (``xdist_group``; ``--dist load``
+is upgraded to ``loadgroup``, identical for unmarked tests), because a session fixture would
+otherwise start one cluster per worker and the tests change shared controller state.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from rltune_daemon.slurm.localcluster import LocalCluster, LocalClusterError, slurm_installed
+from rltune_daemon.slurm.reader import SlurmReader
+from rltune_daemon.slurm.runner import SlurmRunner
+from rltune_daemon.slurm.writer import SlurmWriter
+
+# The paper's testbed (deploy/local-slurm/slurm.conf.in): node -> (GPU type, GPUs).
+GPU_LAYOUT = {"p100-1": ("p100", 4), "p100-2": ("p100", 4), "k80-1": ("k80", 2), "k80-2": ("k80", 2),
+              "m40-1": ("m40", 1)}
+TEST_USER = "rltuser"
+MESSAGE_TIMEOUT = 3
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config.option, "dist", "no") == "load" and not hasattr(config, "workerinput"):
+        config.option.dist = "loadgroup"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slurm") is not None:
+            item.add_marker(pytest.mark.xdist_group("slurm"))
+
+
+def _free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port_block(n: int, lo: int = 20000, hi: int = 60000) -> int:
+    """First port of ``n`` consecutive free TCP ports on 127.0.0.1."""
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(lo, hi - n)
+        if all(_free(base + i) for i in range(n)):
+            return base
+    raise RuntimeError("no free port block found")
+
+
+class SlurmTestCluster:
+    """Handle on the running test cluster with helpers for submitting and waiting."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.cluster = cluster
+        self.env = cluster.env()
+        self.conf = str(cluster.conf)
+        self.out_dir = str(cluster.state_dir / "out")
+
+    # -- plumbing --------------------------------------------------------------------------
+    def runner(self, **kw: float) -> SlurmRunner:
+        return SlurmRunner(slurm_conf=self.conf, max_calls_per_cycle=1000, **kw)
+
+    def reader(self, **kw: bool) -> SlurmReader:
+        return SlurmReader(self.runner(), **kw)
+
+    def writer(self, **kw: bool) -> SlurmWriter:
+        return SlurmWriter(self.runner(), **kw)
+
+    def run(self, *argv: str, user: str | None = None, stdin: str | None = None,
+            check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+        cmd = list(argv)
+        if user:
+            cmd = ["runuser", "-u", user, "--", "env", f"SLURM_CONF={self.conf}", *cmd]
+        proc = subprocess.run(cmd, env=self.env, input=stdin, capture_output=True, text=True,
+                              timeout=timeout, check=False, cwd="/tmp")
+        if check and proc.returncode != 0:
+            raise AssertionError(f"{' '.join(argv)} rc={proc.returncode}: {proc.stderr.strip()}")
+        return proc
+
+    def submit(self, *args: str, user: str | None = None, wrap: str = "sleep 3000") -> str:
+        """``sbatch --parsable`` -> raw job id."""
+        out = self.run("sbatch", "--parsable", "-o", "/dev/null", "-D", "/tmp", *args, "--wrap", wrap,
+                       user=user).stdout
+        return out.strip().split(";")[0]
+
+    def scontrol(self, *args: str) -> str:
+        return self.run("scontrol", *args).stdout
+
+    def squeue(self, fmt: str, *job_ids: str, extra: tuple[str, ...] = ()) -> list[str]:
+        args = ["squeue", "-h", "-o", fmt, *extra]
+        if job_ids:
+            args += ["-j", ",".join(job_ids)]
+        return [ln for ln in self.run(*args, check=False).stdout.splitlines() if ln]
+
+    def sprio(self) -> dict[str, tuple[int, int]]:
+        """raw job id -> (priority, site factor) as sprio prints them."""
+        out: dict[str, tuple[int, int]] = {}
+        for ln in self.run("sprio", "-h", "-o", "%i|%Y|%S").stdout.splitlines():
+            i, p, s = ln.split("|")
+            out.setdefault(i, (int(p), int(s)))
+        return out
+
+    def state(self, job_id: str) -> str:
+        lines = self.squeue("%T", job_id)
+        return lines[0].strip() if lines else "GONE"
+
+    # -- waiting ---------------------------------------------------------------------------
+    @staticmethod
+    def wait_for(pred: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if pred():
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+    def wait_state(self, job_id: str, state: str, timeout: float = 20.0) -> None:
+        self.wait_for(lambda: self.state(job_id) == state, timeout, f"job {job_id} {state}")
+
+    def wait_in_sprio(self, *job_ids: str, timeout: float = 10.0) -> None:
+        self.wait_for(lambda: set(job_ids) <= set(self.sprio()), timeout, f"{job_ids} in sprio")
+
+    # -- scenarios -------------------------------------------------------------------------
+    def fill_gpus(self) -> dict[str, str]:
+        """One blocker per node holding all its GPUs (time limit 1 h); waits until all run."""
+        ids = {n: self.submit("-J", f"blocker-{n}", "-w", n, f"--gres=gpu:{t}:{g}", "-t", "60")
+               for n, (t, g) in GPU_LAYOUT.items()}
+        for job_id in ids.values():
+            self.wait_state(job_id, "RUNNING")
+        return ids
+
+    def cancel(self, *job_ids: str) -> None:
+        if job_ids:
+            self.run("scancel", *job_ids, check=False)
+
+    def cancel_pending(self) -> None:
+        self.run("scancel", "-t", "PD", "-u", "root", check=False)
+        self.run("scancel", "-t", "PD", "-u", TEST_USER, check=False)
+        self.wait_for(lambda: not self.squeue("%A", extra=("-t", "PD")), 15, "no pending jobs")
+
+    def cancel_all(self) -> None:
+        ids = sorted({ln.strip() for ln in self.squeue("%A")})
+        self.cancel(*ids)
+        self.wait_for(lambda: not self.squeue("%A", extra=("-t", "PD,R,CG")), 20, "an empty queue")
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[SlurmTestCluster]:
+    """Start the local Slurm cluster once per session (see module docstring)."""
+    if os.geteuid() != 0:
+        pytest.skip("real-Slurm tests need root (they start slurmctld/slurmd); run them as root")
+    if not slurm_installed():
+        pytest.fail("Slurm packages are missing: run `make setup` "
+                    "(it installs slurmctld slurmd slurm-client munge)")
+    state = Path(tempfile.mkdtemp(prefix="rlt-slurm-", dir="/tmp"))
+    cluster = LocalCluster(
+        state, ctld_port=free_port_block(1), slurmd_port=free_port_block(5),
+        message_timeout=MESSAGE_TIMEOUT, test_user=TEST_USER, timeout=120,
+    )
+    try:
+        cluster.start()
+    except LocalClusterError as exc:
+        cluster.stop(purge=True)
+        pytest.fail(f"local Slurm did not start: {exc}")
+    try:
+        yield SlurmTestCluster(cluster)
+    finally:
+        cluster.stop(purge=True)

@@ -1,0 +1,55 @@
+"""Fixtures for the Slurm backend tests: captured outputs (see tests/fixtures/slurm/README.md) and a
+Snapshot assembled from them. The real-cluster fixture lives in tests/slurm_fixtures.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rltune_daemon.domain import Snapshot
+from rltune_daemon.slurm.assemble import ReadInfo, build_snapshot
+from rltune_daemon.slurm.parse import (
+    PrioRecord,
+    parse_sinfo_nodes,
+    parse_sprio,
+    parse_squeue_jobs,
+    parse_squeue_tres,
+)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
+CAPTURED = FIXTURES / "captured"
+KIT = FIXTURES / "kit"
+
+
+@pytest.fixture(scope="session")
+def captured() -> Path:
+    return CAPTURED
+
+
+@pytest.fixture(scope="session")
+def kit() -> Path:
+    return KIT
+
+
+@pytest.fixture(scope="session")
+def meta() -> dict[str, str]:
+    data: dict[str, str] = json.loads((CAPTURED / "meta.json").read_text())
+    return data
+
+
+def snapshot_from(directory: Path, clock: float = 0.0) -> tuple[Snapshot, ReadInfo]:
+    jobs = parse_squeue_jobs((directory / "squeue_jobs.txt").read_text())
+    tres = parse_squeue_tres((directory / "squeue_tres.txt").read_text())
+    prio = parse_sprio((directory / "sprio.txt").read_text())
+    nodes = parse_sinfo_nodes((directory / "sinfo_nodes.txt").read_text())
+    by_job: dict[str, list[PrioRecord]] = {}
+    for p in prio.records:
+        by_job.setdefault(p.job_id, []).append(p)
+    return build_snapshot(clock, jobs.records, {t.job_id: t for t in tres.records}, by_job, nodes.records)
+
+
+@pytest.fixture(scope="session")
+def captured_snapshot() -> tuple[Snapshot, ReadInfo]:
+    return snapshot_from(CAPTURED)
