@@ -6,9 +6,10 @@ noticed in ~2 s (clients retry MessageTimeout-1 s, FACTS g). It starts once per 
 is stopped at the end. Not root -> the tests are skipped; root without Slurm -> they FAIL and say
 to run ``make setup``.
 
-Under pytest-xdist every test marked ``slurm`` goes to ONE worker (``xdist_group``; ``--dist load``
-is upgraded to ``loadgroup``, identical for unmarked tests), because a session fixture would
-otherwise start one cluster per worker and the tests change shared controller state.
+Under pytest-xdist each worker that runs a ``slurm`` test starts its OWN cluster (own state dir,
+ports and munged), so tests that stop or freeze slurmctld never disturb another worker. (Sending
+them all to one worker with ``xdist_group`` does not work here: xdist 3.8 renames items through
+``Item._nodeid``, which pytest 9 no longer reads, so ``--dist loadgroup`` silently acts as ``load``.)
 """
 
 from __future__ import annotations
@@ -34,18 +35,6 @@ GPU_LAYOUT = {"p100-1": ("p100", 4), "p100-2": ("p100", 4), "k80-1": ("k80", 2),
               "m40-1": ("m40", 1)}
 TEST_USER = "rltuser"
 MESSAGE_TIMEOUT = 3
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    if getattr(config.option, "dist", "no") == "load" and not hasattr(config, "workerinput"):
-        config.option.dist = "loadgroup"
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.get_closest_marker("slurm") is not None:
-            item.add_marker(pytest.mark.xdist_group("slurm"))
 
 
 def _free(port: int) -> bool:
@@ -75,6 +64,7 @@ class SlurmTestCluster:
         self.env = cluster.env()
         self.conf = str(cluster.conf)
         self.out_dir = str(cluster.state_dir / "out")
+        self.blockers: dict[str, str] = {}  # node -> job id, set by fill_gpus
 
     # -- plumbing --------------------------------------------------------------------------
     def runner(self, **kw: float) -> SlurmRunner:
@@ -147,6 +137,7 @@ class SlurmTestCluster:
                for n, (t, g) in GPU_LAYOUT.items()}
         for job_id in ids.values():
             self.wait_state(job_id, "RUNNING")
+        self.blockers = ids
         return ids
 
     def cancel(self, *job_ids: str) -> None:

@@ -111,7 +111,8 @@ if [ "${LINK_ETC:-0}" = 1 ]; then
   fi
 fi
 if [ -n "$TEST_USER" ] && ! id "$TEST_USER" >/dev/null 2>&1; then
-  useradd -m -s /bin/bash "$TEST_USER"
+  # two clusters starting at once (pytest-xdist workers) may race here: the loser finds the user
+  useradd -m -s /bin/bash "$TEST_USER" 2>/dev/null || id "$TEST_USER" >/dev/null || die "cannot create $TEST_USER"
 fi
 
 # ---- 4. private munged (own key + socket; the host's munge, if any, is left alone) ---------

@@ -1,0 +1,145 @@
+"""SlurmReader end to end on fake programs that replay captured outputs; pyslurm backend detection;
+local cluster tooling that needs no root."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from fakebin import FakeBin
+
+from rltune_daemon.errors import UserError
+from rltune_daemon.slurm import localcluster
+from rltune_daemon.slurm.errors import ControllerDown, ParseError
+from rltune_daemon.slurm.pyslurm_backend import PyslurmReader, job_records, load_pyslurm, node_records
+from rltune_daemon.slurm.reader import SlurmReader, SnapshotReader, squeue_jobs_argv
+from rltune_daemon.slurm.runner import SlurmRunner
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def fake(tmp_path: Path, captured: Path) -> FakeBin:
+    fb = FakeBin(tmp_path / "bin")
+    fb.add("scontrol", by_arg={"ping": ((captured / "ping_up.txt").read_text(), 0)})
+    fb.add("squeue", by_arg={"-o": ((captured / "squeue_jobs.txt").read_text(), 0),
+                             "-O": ((captured / "squeue_tres.txt").read_text(), 0)})
+    fb.add("sprio", stdout=(captured / "sprio.txt").read_text())
+    fb.add("sinfo", stdout=(captured / "sinfo_nodes.txt").read_text())
+    return fb
+
+
+def test_read_issues_five_calls(fake: FakeBin, meta: dict[str, str]) -> None:
+    runner = SlurmRunner(bin_dir=str(fake.path), max_calls_per_cycle=7)
+    reader = SlurmReader(runner)
+    assert isinstance(reader, SnapshotReader)
+    snap = reader.read()
+    progs = [" ".join(c.split()[:2]) if c.startswith("scontrol") else c.split()[0] for c in fake.calls()]
+    assert progs == ["scontrol ping", "squeue", "squeue", "sprio", "sinfo"]
+    assert reader.last is not None and reader.last.calls == 5 and reader.last.skipped == []
+    assert len(snap.pending) == 17 and len(snap.running) == 5 and len(snap.nodes) == 5
+    assert snap.source == "slurm" and snap.clock > 1.7e9
+    reader.read()  # a new cycle: the budget is reset by read()
+    assert runner.calls_this_cycle == 5
+
+
+def test_partition_filter_is_passed() -> None:
+    assert squeue_jobs_argv(("gpu", "hipri"))[-2:] == ["-p", "gpu,hipri"]
+
+
+def test_controller_down_skips_the_cycle(fake: FakeBin, captured: Path) -> None:
+    fake.add("scontrol", stdout=(captured / "ping_down.txt").read_text(), rc=1)
+    with pytest.raises(ControllerDown):
+        SlurmReader(SlurmRunner(bin_dir=str(fake.path))).read()
+    assert fake.calls() == ["scontrol ping"]
+
+
+def test_controller_down_without_ping(fake: FakeBin, captured: Path) -> None:
+    fake.add("squeue", stderr=(captured / "squeue_down.stderr").read_text(), rc=1)
+    with pytest.raises(ControllerDown, match="Unable to contact"):
+        SlurmReader(SlurmRunner(bin_dir=str(fake.path)), ping_first=False).read()
+
+
+def test_unexpected_output_is_a_parse_error(fake: FakeBin) -> None:
+    fake.add("sinfo", stdout="NODELIST STATE\nk80-1 idle\n")
+    with pytest.raises(ParseError, match="sinfo line 1"):
+        SlurmReader(SlurmRunner(bin_dir=str(fake.path))).read()
+
+
+# ---- pyslurm backend ---------------------------------------------------------------------------
+
+
+def test_pyslurm_missing_is_one_line_user_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pyslurm", None)  # import pyslurm -> ImportError
+    with pytest.raises(UserError) as info:
+        load_pyslurm()
+    msg = str(info.value)
+    assert "\n" not in msg and "25.11" in msg and "22.05" in msg and "CLI backend" in msg
+    with pytest.raises(UserError):
+        PyslurmReader(SlurmRunner())
+
+
+def test_pyslurm_version_mismatch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pyslurm", SimpleNamespace(__version__="25.11.2"))
+    with pytest.raises(UserError, match=r"does not match the local Slurm 22\.05\.8"):
+        load_pyslurm("22.05.8")
+    assert load_pyslurm("25.11.0").__version__ == "25.11.2"  # type: ignore[attr-defined]
+
+
+def test_pyslurm_records_mapping() -> None:
+    job = SimpleNamespace(id=5, state="PENDING", array_task_id=None, user_name="u", account="a",
+                          partition="gpu", qos="normal", priority=100, nice=0, submit_time=1.8e9,
+                          start_time=None, time_limit=None, num_nodes=1, cpus=2, memory=2000,
+                          gres_per_node={"gpu:p100": 2}, required_nodes=None, excluded_nodes=["k80-1"],
+                          state_reason="Priority")
+    done = SimpleNamespace(id=6, state="COMPLETED")
+    recs, tres = job_records([job, done])
+    assert [r.job_id for r in recs] == ["5"]
+    assert recs[0].tres_per_node == "gpu:p100:2" and recs[0].exc_nodes == "k80-1"
+    assert tres["5"].mem_mb == 2000
+    node = SimpleNamespace(name="p100-1", configured_gres={"gpu:p100": 4}, allocated_gres={"gpu:p100": 1},
+                           state="MIXED", total_cpus=8, allocated_cpus=1, real_memory=64000,
+                           allocated_memory=1000, partitions=["gpu"])
+    part = SimpleNamespace(name="gpu", priority_tier=3, priority_job_factor=1, max_time=60, is_default=True)
+    (nrec,) = node_records([node], [part])
+    assert (nrec.gpus, nrec.gpu_type, nrec.gpus_alloc, nrec.priority_tier, nrec.max_time) == (
+        4, "p100", 1, 3, 3600.0)
+
+
+# ---- local cluster tooling (no root needed) ---------------------------------------------------------
+
+
+def test_scripts_ship_as_package_data() -> None:
+    d = localcluster.script_dir()
+    for name in ("up.sh", "down.sh", "slurm.conf.in", "gres.conf.in", "slurmdbd.conf.in"):
+        assert (d / name).is_file(), name
+        deploy = REPO / "deploy" / "local-slurm" / name
+        assert deploy.resolve() == (d / name).resolve(), f"deploy/local-slurm/{name} must link to the package"
+    for script in ("up.sh", "down.sh"):
+        subprocess.run(["bash", "-n", str(d / script)], check=True)
+
+
+def test_conf_template_matches_the_paper_testbed() -> None:
+    conf = (localcluster.script_dir() / "slurm.conf.in").read_text()
+    for needle in ("Gres=gpu:p100:4", "Gres=gpu:k80:2", "Gres=gpu:m40:1", "PriorityType=priority/multifactor",
+                   "SchedulerType=sched/backfill", "SelectType=select/cons_tres", "DefMemPerCPU=",
+                   "PriorityWeightJobSize=", "PriorityWeightPartition=", "MessageTimeout=@MSG_TIMEOUT@"):
+        assert needle in conf, needle
+
+
+def test_start_needs_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(localcluster.LocalClusterError, match="needs root"):
+        localcluster.LocalCluster(tmp_path).start()
+
+
+def test_cluster_handles_without_a_cluster(tmp_path: Path) -> None:
+    c = localcluster.LocalCluster(tmp_path / "nothing", message_timeout=3)
+    assert not c.is_running()
+    assert c.env()["SLURM_CONF"] == str(tmp_path / "nothing" / "etc" / "slurm.conf")
+    assert c.runner().slurm_conf == str(c.conf)
+    assert "nothing to stop" in c.stop()  # down.sh on an empty state dir is a no-op
