@@ -14,7 +14,7 @@ import os
 import signal
 import subprocess
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -63,14 +63,16 @@ class CommandResult:
 
 @dataclass
 class CallStats:
-    """Calls and wall seconds per program+subcommand (``squeue``, ``scontrol ping``...)."""
+    """Calls and the wall seconds of the last ``keep`` calls per program+subcommand (``squeue``,
+    ``scontrol ping``...): bounded, the daemon runs for months."""
 
+    keep: int = 256
     calls: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    seconds: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    seconds: dict[str, deque[float]] = field(default_factory=dict)
 
     def add(self, key: str, seconds: float) -> None:
         self.calls[key] += 1
-        self.seconds[key].append(seconds)
+        self.seconds.setdefault(key, deque(maxlen=self.keep)).append(seconds)
 
 
 def _key(argv: Sequence[str]) -> str:
