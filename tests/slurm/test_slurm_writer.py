@@ -95,6 +95,10 @@ def test_refusals(snap: Snapshot, meta: dict[str, str]) -> None:
     assert _status(snap, JobUpdate("424242", site_factor=1)) == (S.REFUSED, "not pending in the snapshot")
     assert _status(snap, JobUpdate(meta["pd_held"], site_factor=1)) == (S.REFUSED, "held: never touched")
     assert _status(snap, JobUpdate(meta["pd_admin"], site_factor=1))[0] is S.REFUSED
+    assert _status(snap, JobUpdate(meta["pd_admin"], site_factor=0, exc_nodes=()))[0] is S.REFUSED
+    # undoing our own SiteFactor stays possible; sprio shows 0 there whatever is stored, so it is sent
+    assert _lines(snap, JobUpdate(meta["pd_admin"], site_factor=0)) == [
+        f"update JobId={meta['pd_admin']} SiteFactor=0"]
     arr = _status(snap, JobUpdate(meta["pd_array"], req_nodes=("p100-1",)))
     assert arr[0] is S.REFUSED and "array" in arr[1]
     assert _status(snap, JobUpdate(meta["pd_array_split"], req_nodes=("p100-1",)))[0] is S.PLANNED

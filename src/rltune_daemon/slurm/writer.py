@@ -5,8 +5,9 @@ Levers (FACTS a-d): ``SiteFactor`` (additive, reversible with 0, range +-2147483
 never written: it freezes the priority and ``Priority=0`` is a hold.
 
 Everything is validated against the snapshot before a byte is sent: a bad value, an unknown node or
-a malformed id raises ``InvalidUpdate`` and nothing is written; jobs that are not pending, held, or
-have an admin-set priority are refused per job. Only values that differ from the snapshot are sent.
+a malformed id raises ``InvalidUpdate`` and nothing is written; jobs that are not pending or held
+are refused per job, and so are admin-prioritised ones except for ``SiteFactor=0`` (undoing our own
+change). Only values that differ from the snapshot are sent.
 
 ``scontrol`` with no arguments reads commands from stdin (``scontrol -`` is invalid); lines after
 ``quit`` are ignored; rc is 1 when any line failed while the other lines still apply; failures come
@@ -192,16 +193,19 @@ def prepare(
         if st.held:
             decided.append(JobResult(u.job_id, UpdateStatus.REFUSED, "held: never touched"))
             continue
-        if st.admin_priority:
+        placement = (u.req_nodes, u.exc_nodes, u.oversubscribe)
+        pure_clear = u.site_factor == 0 and all(v is None for v in placement)
+        if st.admin_priority and not pure_clear:
             decided.append(JobResult(u.job_id, UpdateStatus.REFUSED, "priority set by an admin: left alone"))
             continue
         whole_array = st.array_job_id == u.job_id
-        placement = (u.req_nodes, u.exc_nodes, u.oversubscribe)
         if whole_array and any(v is not None for v in placement):
             decided.append(JobResult(u.job_id, UpdateStatus.REFUSED,
                                      "whole job array: placement is not set for every task at once"))
             continue
-        tokens = _changes(u, st, u.job_id in site_factor_unknown)
+        # sprio prints SITE 0 for an admin-prioritised job whatever is stored (FACTS a): a clear (which
+        # the daemon's restore needs) is always written there
+        tokens = _changes(u, st, u.job_id in site_factor_unknown or st.admin_priority)
         if not tokens:
             decided.append(JobResult(u.job_id, UpdateStatus.UNCHANGED))
             continue

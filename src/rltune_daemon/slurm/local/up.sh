@@ -137,7 +137,10 @@ if [ "$WITH_DBD" = 1 ]; then
   setsid mariadbd --user=mysql --datadir="$STATE/mysql" --socket="$STATE/run/mysqld/mysqld.sock" \
     --pid-file="$STATE/run/mysqld/mariadbd.pid" --bind-address=127.0.0.1 --port="$MYSQL_PORT" \
     --log-error="$STATE/log/mariadb.err" --innodb-buffer-pool-size=64M </dev/null >/dev/null 2>&1 &
-  for _ in $(seq 150); do mariadb --socket="$STATE/run/mysqld/mysqld.sock" -e 'select 1' >/dev/null 2>&1 && break; sleep 0.2; done
+  deadline=$(( $(date +%s) + 30 ))
+  until mariadb --socket="$STATE/run/mysqld/mysqld.sock" -e 'select 1' >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$deadline" ] || break; sleep 0.2
+  done
   mariadb --socket="$STATE/run/mysqld/mysqld.sock" -e "
     CREATE DATABASE IF NOT EXISTS slurm_acct_db;
     CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurmpw';
@@ -146,7 +149,10 @@ if [ "$WITH_DBD" = 1 ]; then
     GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';" || { tail "$STATE/log/mariadb.err" >&2; die "mariadb not up"; }
   cp "$STATE/run/mysqld/mariadbd.pid" "$STATE/run/mariadbd.pid"
   slurmdbd                                     # finds slurmdbd.conf next to $SLURM_CONF; daemonizes
-  for _ in $(seq 100); do sacctmgr -n list cluster >/dev/null 2>&1 && break; sleep 0.2; done
+  deadline=$(( $(date +%s) + 30 ))
+  until sacctmgr -n list cluster >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$deadline" ] || break; sleep 0.2
+  done
   sacctmgr -n list cluster >/dev/null 2>&1 || { tail "$STATE/log/slurmdbd.log" >&2; die "slurmdbd not up"; }
   sacctmgr -i add cluster rltune >/dev/null
   sacctmgr -i add account research Description=rltune Organization=rltune >/dev/null
