@@ -1,0 +1,106 @@
+"""Per-node resource shape of each job, derived once from its request and the cluster.
+
+A job of ``g`` GPUs runs on ``k`` nodes with ``chunk = ceil(g / k)`` GPUs on each but the last (which gets
+the remainder): ``k = 1`` when ``g`` fits one eligible node, else ``ceil(g / gpus_per_node)`` (or the
+node count the job asked for). This is what ``--gres=gpu:<chunk> -N <k>`` gives on Slurm.
+CPUs/memory: an explicit request is split evenly over the nodes (``-1`` marks "proportional to the
+node's GPU share", the DefCpuPerGPU/DefMemPerGPU convention).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rltune_daemon.domain.arrays import I64, B, ClusterArrays, JobTable
+
+PROPORTIONAL = -1
+
+
+@dataclass(frozen=True)
+class EligibilityIndex:
+    """Which nodes each (type mask, partition) pair may use, and the largest node among them.
+
+    Jobs share a handful of distinct pairs, so the boolean node masks are computed once per pair.
+    """
+
+    cluster: ClusterArrays
+    _cache: dict[tuple[int, int], tuple[B, int]]
+    _need: dict[tuple[int, int, int], tuple[I64, I64]]
+
+    @staticmethod
+    def build(cluster: ClusterArrays) -> EligibilityIndex:
+        return EligibilityIndex(cluster, {}, {})
+
+    def need(self, chunk: int, cpus_node: int, mem_node: int) -> tuple[I64, I64]:
+        """CPUs and memory one chunk needs on every node (proportional requests depend on the node's
+        CPU and memory per GPU). Cached: the simulator asks millions of times for a few shapes."""
+        key = (chunk, cpus_node, mem_node)
+        hit = self._need.get(key)
+        if hit is None:
+            cl = self.cluster
+            per_gpu = np.maximum(cl.gpus_total, 1)
+            c = (np.maximum(chunk * cl.cpus_total // per_gpu, 1) if cpus_node == PROPORTIONAL
+                 else np.full(cl.n_nodes, cpus_node, dtype=np.int64))
+            m = (chunk * cl.mem_total // per_gpu if mem_node == PROPORTIONAL
+                 else np.full(cl.n_nodes, mem_node, dtype=np.int64))
+            hit = (c.astype(np.int64), m.astype(np.int64))
+            self._need[key] = hit
+        return hit
+
+    def get(self, type_mask: int, partition: int) -> tuple[B, int]:
+        key = (type_mask, partition)
+        hit = self._cache.get(key)
+        if hit is None:
+            cl = self.cluster
+            ok = ((np.int64(1) << cl.gpu_type) & type_mask) != 0
+            if partition >= 0:
+                ok &= ((cl.partitions >> partition) & 1) == 1
+            gpn = int(cl.gpus_total[ok].max()) if ok.any() else 0
+            hit = (ok, gpn)
+            self._cache[key] = hit
+        return hit
+
+
+@dataclass(frozen=True)
+class JobShapes:
+    """Columnar shapes aligned with a ``JobTable``'s rows. ``group`` numbers distinct eligibility pairs
+    (``group_keys[group[i]]`` is row i's (type mask, partition))."""
+
+    k: I64
+    chunk: I64
+    cpus_node: I64
+    mem_node: I64
+    group: I64
+    group_keys: tuple[tuple[int, int], ...]
+    feasible: B
+
+    def __len__(self) -> int:
+        return len(self.k)
+
+
+def job_shapes(table: JobTable, elig: EligibilityIndex) -> JobShapes:
+    """Shapes for every row of ``table``. ``feasible`` is False for jobs no set of eligible nodes could
+    ever hold (too many GPUs, unknown type, empty partition)."""
+    n = len(table)
+    keys: dict[tuple[int, int], int] = {}
+    group = np.empty(n, dtype=np.int64)
+    tm, part = table.type_mask, table.partition
+    for i in range(n):  # few distinct pairs; a dict lookup per row is cheap next to I/O
+        group[i] = keys.setdefault((int(tm[i]), int(part[i])), len(keys))
+    gkeys = tuple(keys)
+    per_group = [elig.get(*key) for key in gkeys]
+    gpn = np.array([p[1] for p in per_group] + [0], dtype=np.int64)[group]
+    count = np.array([int(p[0].sum()) for p in per_group] + [0], dtype=np.int64)[group]
+    g = table.gpus
+    safe_gpn = np.maximum(gpn, 1)
+    k = np.where(g <= gpn, 1, -(-g // safe_gpn))
+    k = np.maximum(k, np.maximum(table.nodes_req, 1))
+    chunk = np.where(g > 0, -(-g // k), 0)
+    cpus_node = np.where(table.cpus > 0, -(-table.cpus // k), PROPORTIONAL)
+    cpus_node = np.where((g == 0) & (table.cpus <= 0), 1, cpus_node)
+    mem_node = np.where(table.mem_mb > 0, -(-table.mem_mb // k), PROPORTIONAL)
+    feasible = (k <= count) & (chunk <= gpn) & (table.type_mask != 0)
+    return JobShapes(k.astype(np.int64), chunk.astype(np.int64), cpus_node.astype(np.int64),
+                     mem_node.astype(np.int64), group, gkeys, feasible)

@@ -1,0 +1,66 @@
+"""The policy interface: score pending jobs, lower first (the convention of paper Table 5)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+import numpy as np
+
+from rltune_daemon.domain.arrays import F64, I64, ClusterArrays, JobTable
+
+
+class FairShareSource(Protocol):
+    """Per-job fair-share factors in [0, 1] (Slurm's 2^(-usage/shares)); the simulator tracks usage,
+    a live Slurm computes it itself (and the daemon then reads Slurm's own priority)."""
+
+    def factors(self, users: I64, now: float) -> F64: ...
+
+
+@dataclass(frozen=True)
+class QueueView:
+    """What a policy may look at. ``idx`` selects the pending rows of ``table``. ``now`` and
+    ``table.submit`` share one clock (trace-relative seconds in the simulator, epoch in the daemon)."""
+
+    table: JobTable
+    idx: I64
+    now: float
+    cluster: ClusterArrays | None = None
+    fairshare: FairShareSource | None = None
+
+    @property
+    def wait(self) -> F64:
+        """Seconds each pending job has waited since submit (never negative)."""
+        return np.maximum(self.now - self.table.submit[self.idx], 0.0)
+
+    @property
+    def requested(self) -> F64:
+        """Requested time limit (what SJF and friends see; never the true runtime), at least 1 s."""
+        return np.maximum(self.table.time_limit[self.idx], 1.0)
+
+    @property
+    def size(self) -> F64:
+        """Requested GPUs (processors on CPU clusters), at least 1 so formulas stay finite."""
+        return np.maximum(self.table.gpus[self.idx], 1).astype(np.float64)
+
+
+class Policy(ABC):
+    """A priority function. ``static`` policies score a job the same whatever the time or cluster
+    state, so the simulator may keep their order between decisions instead of re-sorting."""
+
+    name: ClassVar[str]
+    static: ClassVar[bool] = False
+
+    @abstractmethod
+    def scores(self, view: QueueView) -> F64:
+        """One score per pending job (``view.idx`` order); lower is scheduled first."""
+
+    def observe_finish(self, table: JobTable, row: int, runtime: float) -> None:  # noqa: B027
+        """Called when a job completes (history-based policies learn here)."""
+
+    def fit_history(self, table: JobTable) -> None:  # noqa: B027
+        """Learn from finished jobs before a run (e.g. the training split for QSSF)."""
+
+    def describe(self) -> str:
+        return self.name

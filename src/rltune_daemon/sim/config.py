@@ -1,0 +1,40 @@
+"""Simulator settings. Defaults are what the evaluation reports; every number is documented in
+docs/simulator.md."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class EffectsConfig:
+    """How placement changes run time (``pure()`` switches it off).
+
+    A job that starts on a node already running another job runs ``1 + colocation`` times longer
+    (host-side contention: PCIe, CPU, memory bandwidth, I/O). A multi-node job that shares nodes also
+    pays ``cross_node`` per extra node: gang-synchronised training moves at the pace of its slowest
+    worker, and each shared node is another chance of a straggler. The factor is fixed at start.
+    """
+
+    colocation: float = 0.10
+    cross_node: float = 0.05
+
+    @staticmethod
+    def pure() -> EffectsConfig:
+        return EffectsConfig(0.0, 0.0)
+
+    def factor(self, shared: bool, n_nodes: int) -> float:
+        if not shared:
+            return 1.0
+        return 1.0 + self.colocation + self.cross_node * max(n_nodes - 1, 0)
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """``bf_max_job_test`` bounds how many jobs behind a blocked head backfill examines per pass (Slurm's
+    SchedulerParameters option of the same name). ``record`` keeps per-pass reservations for tests."""
+
+    effects: EffectsConfig = field(default_factory=EffectsConfig)
+    backfill: bool = True
+    bf_max_job_test: int = 500
+    record: bool = False

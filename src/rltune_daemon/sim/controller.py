@@ -1,0 +1,76 @@
+"""How the simulator asks "which job next, and where?": one small interface for heuristics, the
+learned policy (event mode) and the daemon's planner (daemon mode)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rltune_daemon.domain.arrays import F64, I64, B
+from rltune_daemon.domain.plan import PlacementKind
+from rltune_daemon.policies.base import Policy, QueueView
+
+if TYPE_CHECKING:
+    from rltune_daemon.sim.engine import Simulator
+
+
+class Controller(ABC):
+    """Decides the start order at each scheduling pass and, optionally, placements.
+
+    ``static`` controllers give every job a fixed key at arrival (``static_keys``) and the engine keeps
+    the queue sorted incrementally; others are asked for a fresh ``order`` at each pass. ``interval``
+    (seconds) makes the engine call ``on_tick`` periodically, as the daemon's cycle does.
+    """
+
+    name: str = "controller"
+    static: bool = False
+    interval: float | None = None
+
+    def static_keys(self, sim: Simulator, rows: I64) -> F64:
+        raise NotImplementedError
+
+    @abstractmethod
+    def order(self, sim: Simulator, pending: I64) -> I64:
+        """``pending`` rows sorted into start order (highest priority first)."""
+
+    def placement(self, sim: Simulator, row: int) -> tuple[PlacementKind, B | None]:
+        """Placement style for a job about to start and an optional node mask it must use."""
+        return PlacementKind.PACK, None
+
+    def on_tick(self, sim: Simulator) -> None:  # noqa: B027
+        """Periodic decision point (``interval``)."""
+
+    def on_start(self, sim: Simulator, row: int) -> None:  # noqa: B027
+        """A job started."""
+
+    def on_finish(self, sim: Simulator, row: int, runtime: float) -> None:  # noqa: B027
+        """A job finished after ``runtime`` seconds."""
+
+
+def tiered_order(sim: Simulator, pending: I64, scores: F64) -> I64:
+    """Slurm's order: higher PriorityTier first, then score (lower first), then submit order."""
+    tier = sim.table.tier[pending]
+    return pending[np.lexsort((pending, scores, -tier))]
+
+
+class PolicyController(Controller):
+    """A priority policy scored at every pass (event mode); Slurm's default placement (pack)."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.name = policy.name
+        self.static = policy.static
+
+    def view(self, sim: Simulator, rows: I64) -> QueueView:
+        return QueueView(sim.table, rows, sim.now, sim.cl, sim.usage)
+
+    def static_keys(self, sim: Simulator, rows: I64) -> F64:
+        return self.policy.scores(self.view(sim, rows))
+
+    def order(self, sim: Simulator, pending: I64) -> I64:
+        return tiered_order(sim, pending, self.policy.scores(self.view(sim, pending)))
+
+    def on_finish(self, sim: Simulator, row: int, runtime: float) -> None:
+        self.policy.observe_finish(sim.table, row, runtime)
