@@ -6,54 +6,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rltune_daemon.cli.common import print_json
-from rltune_daemon.domain.workload import Workload
-from rltune_daemon.errors import UserError
-from rltune_daemon.traces import load_workload, trace_stats
+from rltune_daemon.cli.common import add_load_args, load_from_args, print_json
+from rltune_daemon.traces import trace_stats
 from rltune_daemon.traces.export import write_cluster, write_csv
 from rltune_daemon.traces.registry import describe_traces
 from rltune_daemon.traces.stats import format_stats
-
-
-def _opts(pairs: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UserError(f"--opt wants key=value, got {pair!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
-def _load(args: argparse.Namespace) -> Workload:
-    return load_workload(
-        args.trace, estimates=args.estimates, seed=args.seed, cluster=args.cluster, **_opts(args.opt)
-    )
-
-
-def _add_load_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("trace", help="trace name (see 'rltune trace list') or a .swf / sacct -P / CSV file")
-    p.add_argument(
-        "--estimates",
-        choices=("oracle", "user", "trace"),
-        default=None,
-        help="requested-time model (default: the file's own limits if any, else user)",
-    )
-    p.add_argument("--seed", type=int, default=0, help="seed for generators and the estimate model")
-    p.add_argument(
-        "--cluster",
-        default=None,
-        metavar="PATH",
-        help="cluster file (CSV prefix,count,gpu_type,gpus,cpus,mem_mb[,partition] or "
-        "'scontrol -o show node' output)",
-    )
-    p.add_argument(
-        "--opt",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="trace option, e.g. scale=1/4, jobs=5000, load=0.9, slice=1/50 (repeatable)",
-    )
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -67,7 +24,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    stats = trace_stats(_load(args))
+    stats = trace_stats(load_from_args(args))
     if args.json:
         print_json(stats)
     else:
@@ -87,7 +44,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    workload = _load(args)
+    workload = load_from_args(args)
     n = write_csv(workload, args.output)
     print(f"wrote {n} jobs to {args.output}")
     if args.cluster_out:
@@ -107,7 +64,7 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("stats", help="jobs, span, arrival rate, GPU mix, runtime/limit percentiles, cluster")
-    _add_load_args(p)
+    add_load_args(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_stats)
 
@@ -119,7 +76,7 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_fit)
 
     p = sub.add_parser("export", help="write a workload as plain CSV (loadable again as a trace file)")
-    _add_load_args(p)
+    add_load_args(p)
     p.add_argument("-o", "--output", required=True, help="output CSV path")
     p.add_argument(
         "--cluster-out",
