@@ -1,0 +1,54 @@
+"""``rltune bench``: timings as benchmarks (never as test assertions). ``sim`` times one whole-trace
+simulation."""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+from typing import Any
+
+from rltune_daemon.cli.common import add_load_args, load_from_args, print_json
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("bench", help="benchmarks (JSON output)")
+    bsub = p.add_subparsers(dest="bench", required=True)
+    s = bsub.add_parser("sim", help="simulate a whole trace under one policy and time it")
+    add_load_args(s, positional=False)
+    s.add_argument("--policy", default="fcfs")
+    s.add_argument("--repeat", type=int, default=1, help="runs; the JSON reports each and the best")
+    s.set_defaults(func=bench_sim)
+
+
+def machine() -> dict[str, Any]:
+    import os
+
+    return {"python": platform.python_version(), "cpus": os.cpu_count(), "machine": platform.machine()}
+
+
+def bench_sim(args: argparse.Namespace) -> int:
+    from rltune_daemon.policies import make_policy
+    from rltune_daemon.sim import PolicyController, Simulator
+
+    t0 = time.perf_counter()
+    workload = load_from_args(args)
+    load_s = time.perf_counter() - t0
+    runs: list[float] = []
+    stats: dict[str, Any] = {}
+    metrics: dict[str, Any] = {}
+    for _ in range(max(args.repeat, 1)):
+        sim = Simulator(workload, PolicyController(make_policy(args.policy)))
+        t1 = time.perf_counter()
+        res = sim.run()
+        runs.append(time.perf_counter() - t1)
+        stats, metrics = res.stats, res.metrics
+    best = min(runs)
+    print_json({
+        "bench": "sim", "trace": args.trace, "policy": args.policy, "jobs": len(workload.jobs),
+        "cluster_gpus": workload.cluster.total_gpus, "load_seconds": round(load_s, 3),
+        "seconds": [round(r, 3) for r in runs], "best_seconds": round(best, 3),
+        "jobs_per_second": round(len(workload.jobs) / best, 1), "stats": stats,
+        "wait_mean": metrics.get("wait_mean"), "utilization": metrics.get("utilization"), **machine(),
+    })
+    return 0

@@ -1,0 +1,53 @@
+"""``rltune evaluate``: policies on held-out windows of a trace; writes JSON, Markdown and PNG plots."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from rltune_daemon.cli.common import parse_opts
+from rltune_daemon.evaluate.report import markdown_table, write_results
+from rltune_daemon.evaluate.runner import EvalConfig, evaluate
+from rltune_daemon.policies import BASELINES
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("evaluate", help="compare policies on held-out trace windows")
+    p.add_argument("--trace", required=True, help="trace name or file (see 'rltune trace list')")
+    p.add_argument("--policies", default=",".join(BASELINES),
+                   help="comma-separated: fcfs,sjf,wfp3,unicep,f1,multifactor,qssf and rltune:<model dir>")
+    p.add_argument("--windows", type=int, default=10)
+    p.add_argument("--window-size", type=int, default=1024)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--estimates", choices=("oracle", "user", "trace"), default="user",
+                   help="requested-time model every policy sees (default: user)")
+    p.add_argument("--mode", choices=("daemon", "event"), default="daemon",
+                   help="how learned policies run (heuristics always rank at every event)")
+    p.add_argument("--cluster", default=None, metavar="PATH", help="cluster file for sacct/CSV traces")
+    p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="trace option")
+    p.add_argument("--jobs", type=int, default=0, help="worker processes (default: all cores)")
+    p.add_argument("--pure", action="store_true", help="switch co-location/cross-node effects off")
+    p.add_argument("--out", type=Path, default=None, help="directory for results.json/.md and plots")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rltune_daemon.errors import UserError
+
+    policies = tuple(x.strip() for x in args.policies.split(",") if x.strip())
+    if not policies:
+        raise UserError("--policies is empty")
+    if args.windows < 1 or args.window_size < 1:
+        raise UserError("--windows and --window-size must be at least 1")
+    cfg = EvalConfig(trace=args.trace, policies=policies, windows=args.windows, window_size=args.window_size,
+                     seed=args.seed, estimates=args.estimates, mode=args.mode, cluster=args.cluster,
+                     opts=parse_opts(args.opt), jobs=args.jobs, pure=args.pure)
+    results = evaluate(cfg, progress=sys.stderr.isatty())
+    print(markdown_table(results, baseline="fcfs" if "fcfs" in policies else policies[0]))
+    if args.out is not None:
+        command = "rltune " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        for path in write_results(results, args.out, command):
+            print(f"wrote {path}")
+    return 0

@@ -1,0 +1,93 @@
+"""Write evaluation results: ``results.json`` (stable keys), ``results.md`` and PNG plots."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+TABLE_COLS = (("bsld", "BSLD", "{:.2f}"), ("wait_mean", "wait mean (s)", "{:.0f}"),
+              ("wait_p95", "wait p95 (s)", "{:.0f}"), ("jct_mean", "JCT mean (s)", "{:.0f}"),
+              ("utilization", "GPU util", "{:.3f}"), ("makespan", "makespan (s)", "{:.0f}"))
+
+
+def markdown_table(results: dict[str, Any], baseline: str | None = None) -> str:
+    """One row per policy; with ``baseline``, BSLD and wait change vs that policy in %."""
+    pols = results["policies"]
+    head = ["policy", *(c[1] for c in TABLE_COLS)]
+    if baseline and baseline in pols:
+        head += [f"BSLD vs {baseline}", f"wait vs {baseline}"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, m in pols.items():
+        row = [f"`{name}`", *(fmt.format(m[key]) for key, _, fmt in TABLE_COLS)]
+        if baseline and baseline in pols:
+            b = pols[baseline]
+            row += [_pct(m["bsld"], b["bsld"]), _pct(m["wait_mean"], b["wait_mean"])]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def _pct(x: float, base: float) -> str:
+    return f"{100.0 * (x - base) / base:+.1f}%" if base else "n/a"
+
+
+def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    slim = {"policies": {k: {kk: vv for kk, vv in v.items() if kk != "waits"}
+                         for k, v in results["policies"].items()},
+            "config": {**results["config"], "command": command}}
+    paths = [out / "results.json", out / "results.md"]
+    paths[0].write_text(json.dumps(slim, indent=2, sort_keys=True) + "\n")
+    cfg = results["config"]
+    first = next(iter(results["policies"]), None)
+    md = [f"# Evaluation: {cfg['trace']}", "", f"Command: `{command}`", "",
+          f"{cfg['windows']} windows x {cfg['window_size']} jobs from the held-out last 10 % "
+          f"(seed {cfg['seed']}), requested times: {cfg['estimates_used']}, learned-policy mode: "
+          f"{cfg['mode']}, placement effects: {'off' if cfg['pure'] else 'on'}. Means over windows.", "",
+          markdown_table(results, baseline="fcfs" if "fcfs" in results["policies"] else first), ""]
+    paths[1].write_text("\n".join(md))
+    paths += plot_results(results, out)
+    return paths
+
+
+def plot_results(results: dict[str, Any], out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pols = results["policies"]
+    trace = results["config"]["trace"]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, m in pols.items():
+        w = np.sort(np.asarray(m["waits"], dtype=float))
+        if len(w):
+            ax.step(np.maximum(w, 1.0), np.arange(1, len(w) + 1) / len(w), where="post", label=name)
+    ax.set_xscale("log")
+    ax.set_xlabel("wait time (s, waits under 1 s drawn at 1 s)")
+    ax.set_ylabel("fraction of jobs")
+    ax.set_title(f"{trace}: wait-time CDF over all windows")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    cdf = out / "wait_cdf.png"
+    fig.tight_layout()
+    fig.savefig(cdf, dpi=120)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, m in pols.items():
+        xs = [w["window"] for w in m["per_window"]]
+        ax.plot(xs, [w["bsld"] for w in m["per_window"]], marker="o", label=name)
+    ax.set_yscale("log")
+    ax.set_xlabel("window")
+    ax.set_ylabel("mean bounded slowdown (log)")
+    ax.set_title(f"{trace}: BSLD per window")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    per = out / "bsld_per_window.png"
+    fig.tight_layout()
+    fig.savefig(per, dpi=120)
+    plt.close(fig)
+    return [cdf, per]

@@ -1,0 +1,132 @@
+"""Run every policy on every window, in parallel over processes, and aggregate.
+
+Each worker loads the workload once (``_init``), so tasks carry only a policy name and a window
+number. QSSF learns its history from the training split first, as Helios does.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from rltune_daemon.domain.arrays import JobTable
+from rltune_daemon.domain.workload import Workload
+from rltune_daemon.evaluate.windows import heldout_windows
+from rltune_daemon.sim.config import SimConfig
+from rltune_daemon.sim.controller import Controller, PolicyController
+from rltune_daemon.sim.engine import Simulator
+from rltune_daemon.traces import load_workload
+
+# Generated traces whose default size is too small for ten held-out 1024-job windows.
+EVAL_DEFAULT_OPTS: dict[str, dict[str, str]] = {"testbed": {"jobs": "20480"}}
+
+METRIC_KEYS = ("bsld", "wait_mean", "wait_median", "wait_p95", "jct_mean", "utilization", "makespan")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    trace: str
+    policies: tuple[str, ...]
+    windows: int = 10
+    window_size: int = 1024
+    seed: int = 0
+    estimates: str | None = "user"
+    mode: str = "daemon"
+    cluster: str | None = None
+    opts: dict[str, str] = field(default_factory=dict)
+    jobs: int = 0  # worker processes; 0 = all cores
+    pure: bool = False  # switch placement effects off
+
+    def trace_opts(self) -> dict[str, str]:
+        return {**EVAL_DEFAULT_OPTS.get(self.trace, {}), **self.opts}
+
+
+ControllerFactory = Callable[[str, Workload, Workload, str], Controller]
+
+
+def make_controller(spec: str, train: Workload, window: Workload, mode: str) -> Controller:
+    """A controller for a policy spec: a baseline name, or ``rltune:<model dir>`` (learned)."""
+    if spec.startswith("rltune:"):
+        from rltune_daemon.errors import UserError
+
+        raise UserError("learned policies (rltune:<model dir>) need the planner, which is not built yet")
+    from rltune_daemon.policies import make_policy
+
+    policy = make_policy(spec)
+    if policy.name == "qssf":
+        policy.fit_history(JobTable.from_jobs(train.jobs, train.cluster))
+    return PolicyController(policy)
+
+
+_STATE: dict[str, Any] = {}
+
+
+def _init(cfg: EvalConfig) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    workload = load_workload(cfg.trace, estimates=cfg.estimates, seed=cfg.seed, cluster=cfg.cluster,
+                             **cfg.trace_opts())
+    train, windows = heldout_windows(workload, cfg.windows, cfg.window_size, cfg.seed)
+    _STATE.update(cfg=cfg, workload=workload, train=train, windows=windows)
+
+
+def _run(spec: str, k: int) -> dict[str, Any]:
+    cfg: EvalConfig = _STATE["cfg"]
+    window: Workload = _STATE["windows"][k]
+    ctl = make_controller(spec, _STATE["train"], window, cfg.mode)
+    sim_cfg = SimConfig() if not cfg.pure else SimConfig(effects=SimConfig().effects.pure())
+    t0 = time.perf_counter()
+    res = Simulator(window, ctl, sim_cfg).run()
+    ran = ~np.isnan(res.start)
+    waits = (res.start - np.array([j.submit for j in window.jobs]))[ran]
+    return {"policy": spec, "window": k, "metrics": res.metrics, "stats": res.stats,
+            "seconds": time.perf_counter() - t0, "waits": waits.tolist(), "dropped": len(res.dropped)}
+
+
+def evaluate(cfg: EvalConfig, progress: bool = True) -> dict[str, Any]:
+    """Results as ``{"policies": {name: metrics + per_window}, "config": {...}}``."""
+    tasks = [(p, k) for p in cfg.policies for k in range(cfg.windows)]
+    workers = min(cfg.jobs or os.cpu_count() or 1, len(tasks))
+    out: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+    bar = tqdm(total=len(tasks), desc=f"evaluate {cfg.trace}", unit="run", disable=not progress)
+    if workers <= 1:
+        _init(cfg)
+        for p, k in tasks:
+            out.append(_run(p, k))
+            bar.update()
+    else:
+        with ProcessPoolExecutor(max_workers=workers, initializer=_init, initargs=(cfg,)) as pool:
+            futures = [pool.submit(_run, p, k) for p, k in tasks]
+            for fut in as_completed(futures):
+                out.append(fut.result())
+                bar.update()
+    bar.close()
+    return aggregate(cfg, out, time.perf_counter() - t0, workers)
+
+
+def aggregate(cfg: EvalConfig, runs: list[dict[str, Any]], seconds: float, workers: int) -> dict[str, Any]:
+    policies: dict[str, Any] = {}
+    for spec in cfg.policies:
+        mine = sorted((r for r in runs if r["policy"] == spec), key=lambda r: r["window"])
+        entry: dict[str, Any] = {
+            key: float(np.mean([r["metrics"][key] for r in mine])) for key in METRIC_KEYS
+        }
+        entry["per_window"] = [{"window": r["window"], **{k: r["metrics"][k] for k in METRIC_KEYS}}
+                               for r in mine]
+        entry["waits"] = [w for r in mine for w in r["waits"]]
+        entry["sim_seconds"] = float(sum(r["seconds"] for r in mine))
+        policies[spec] = entry
+    config = asdict(cfg)
+    config["opts"] = cfg.trace_opts()
+    config.update(wall_seconds=seconds, workers=workers,
+                  estimates_used=cfg.estimates or "default")
+    return {"policies": policies, "config": config}
