@@ -21,12 +21,14 @@ class Controller(ABC):
 
     ``static`` controllers give every job a fixed key at arrival (``static_keys``) and the engine keeps
     the queue sorted incrementally; others are asked for a fresh ``order`` at each pass. ``interval``
-    (seconds) makes the engine call ``on_tick`` periodically, as the daemon's cycle does.
+    (seconds) makes the engine call ``on_tick`` periodically, as the daemon's cycle does. Controllers
+    that override ``placement`` must set ``default_placement = False``.
     """
 
     name: str = "controller"
     static: bool = False
     interval: float | None = None
+    default_placement: bool = True  # False when ``placement`` is overridden to choose per job
 
     def static_keys(self, sim: Simulator, rows: I64) -> F64:
         raise NotImplementedError

@@ -23,6 +23,7 @@ import numpy as np
 
 from rltune_daemon.domain.arrays import F64, I64, ClusterArrays, JobTable
 from rltune_daemon.domain.plan import PlacementKind
+from rltune_daemon.domain.snapshot import NodeAlloc, NodeState, PendingState, RunningJob, Snapshot
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.placement.allocate import Allocation, FreeView, allocate, fits, give, live_view, take
 from rltune_daemon.placement.shapes import EligibilityIndex, job_shapes
@@ -85,12 +86,22 @@ class Simulator:
         self.pending: I64 = np.zeros(0, dtype=np.int64)
         self.pkeys: F64 = np.zeros(0)
         self.hints: dict[int, I64] = {}  # row -> node indices it must use (daemon-mode ReqNodeList)
-        self.stats = {"passes": 0, "started": 0, "backfilled": 0, "reservations": 0, "ticks": 0}
+        self.stats = dict.fromkeys(
+            ("passes", "started", "finished", "arrived", "backfilled", "reservations", "ticks"), 0)
         self.reservation_log: list[tuple[int, float, float]] = []
         self._heap: list[tuple[float, int, int]] = []
         self._seq = 0
         self._head_rows: dict[int, int] = {}
         self.dropped = [self.table.ids[i] for i in np.flatnonzero(~self.shapes.feasible)]
+        sh = self.shapes
+        self._groups = np.unique(sh.group) if n else np.zeros(0, dtype=np.int64)
+        self._one_partition = len(np.unique(self.table.partition)) <= 1
+        shape_cols = (np.stack([sh.group, sh.chunk, sh.k, sh.cpus_node, sh.mem_node, self.table.gpus]) if n
+                      else np.zeros((6, 0), dtype=np.int64))
+        _, inverse = np.unique(shape_cols, axis=1, return_inverse=True)
+        self._shape_id = inverse.reshape(-1).astype(np.int64)
+        self._n_shapes = int(self._shape_id.max()) + 1 if n else 0
+        self._has_hint = np.zeros(n, dtype=np.bool_)
 
     # ------------------------------------------------------------------ queue bookkeeping
     def pending_rows(self) -> I64:
@@ -104,6 +115,7 @@ class Simulator:
 
     def _enqueue(self, rows: I64) -> None:
         self.is_pending[rows] = True
+        self.stats["arrived"] += len(rows)
         for r in rows:
             self.usage.submit(int(self.table.user[r]))
         if self.controller.static:
@@ -116,6 +128,37 @@ class Simulator:
             self.pkeys = np.insert(self.pkeys, pos, keys)
         else:
             self.pending = np.concatenate([self.pending, rows])
+
+    def set_hint(self, row: int, nodes: I64) -> None:
+        """Restrict a pending job to ``nodes`` (a ReqNodeList placement hint)."""
+        self.hints[row] = nodes
+        self._has_hint[row] = True
+
+    def clear_hint(self, row: int) -> None:
+        self.hints.pop(row, None)
+        self._has_hint[row] = False
+
+    def snapshot(self, states: list[PendingState] | None = None) -> Snapshot:
+        """The typed Snapshot a live Slurm source would give for the current state (``states``:
+        scheduler state per pending row, in ``pending_rows()`` order; default all zero)."""
+        jobs = self.workload.jobs
+        cl = self.cl
+        rows = self.pending_rows()
+        pend = tuple(jobs[int(r)] for r in rows)
+        st = tuple(states) if states is not None else tuple(PendingState() for _ in rows)
+        running = []
+        for row, alloc in self.allocs.items():
+            est = float(self.start[row]) + float(self.limit[row]) * float(self.slow[row])
+            parts = tuple(NodeAlloc(cl.names[int(n)], int(g), int(c), int(m))
+                          for n, g, c, m in zip(alloc.nodes, alloc.gpus, alloc.cpus, alloc.mem, strict=True))
+            running.append(RunningJob(jobs[row], float(self.start[row]), est, parts))
+        nodes = tuple(
+            NodeState(spec.name, spec.gpu_type, spec.gpus, int(spec.gpus - cl.gpus_free[i]), spec.cpus,
+                      int(spec.cpus - cl.cpus_free[i]), spec.mem_mb, int(spec.mem_mb - cl.mem_free[i]),
+                      spec.partitions, "mixed" if cl.jobs_on[i] else "idle", bool(cl.usable[i]))
+            for i, spec in enumerate(self.workload.cluster.nodes))
+        partitions = self.workload.cluster.partitions
+        return Snapshot(self.now, pend, st, tuple(running), nodes, partitions, "simulator")
 
     # ------------------------------------------------------------------ start / finish
     def _start(self, row: int, alloc: Allocation) -> None:
@@ -137,7 +180,7 @@ class Simulator:
         self.slow[row] = factor
         self.allocs[row] = alloc
         self.is_pending[row] = False
-        self.hints.pop(row, None)
+        self.clear_hint(row)
         self.usage.start(int(self.table.user[row]), int(self.table.gpus[row]), self.now)
         self._seq += 1
         heapq.heappush(self._heap, (self.now + run, self._seq, row))
@@ -153,6 +196,7 @@ class Simulator:
         cl.run_node, cl.run_gpus, cl.run_cpus = cl.run_node[keep], cl.run_gpus[keep], cl.run_cpus[keep]
         cl.run_mem, cl.run_end, cl.run_job = cl.run_mem[keep], cl.run_end[keep], cl.run_job[keep]
         self.end[row] = self.now
+        self.stats["finished"] += 1
         start = float(self.start[row])
         self.usage.finish(int(self.table.user[row]), int(self.table.gpus[row]), start, self.now)
         self.controller.on_finish(self, row, self.now - start)
@@ -163,11 +207,13 @@ class Simulator:
         sh, cl = self.shapes, self.cl
         out = np.zeros(len(order), dtype=np.bool_)
         groups = sh.group[order]
-        for g in np.unique(groups):
-            sel = groups == g
+        for g in self._groups:
+            sel = groups == g if len(self._groups) > 1 else np.ones(len(order), dtype=np.bool_)
             ok, _ = self.elig.get(*sh.group_keys[int(g)])
             free = np.sort(cl.gpus_free[ok & cl.usable])
             rows = order[sel]
+            if not len(rows):
+                continue
             enough = len(free) - np.searchsorted(free, sh.chunk[rows], side="left")
             out[sel] = enough >= sh.k[rows]
         return out
@@ -240,6 +286,32 @@ class Simulator:
                 give(res.free, alloc)
         return ok
 
+    def _windows(self, order: I64, maybe: np.ndarray[Any, np.dtype[np.bool_]]) -> I64:
+        """Positions a pass visits: every possible start up to each partition's first blocked job (its
+        head), the head itself, and at most ``bf_max_job_test`` positions of that partition after it."""
+        depth = self.config.bf_max_job_test if self.config.backfill else 0
+        if self._one_partition:
+            blocked = np.flatnonzero(~maybe)
+            if not len(blocked):
+                return np.arange(len(order))
+            b = int(blocked[0])
+            vis = np.flatnonzero(maybe[: b + 1 + depth])
+            return np.union1d(vis, [b]).astype(np.int64)
+        part = self.table.partition[order]
+        keep = np.zeros(len(order), dtype=np.bool_)
+        for pt in np.unique(part):
+            idx = np.flatnonzero(part == pt)
+            mb = maybe[idx]
+            nb = np.flatnonzero(~mb)
+            if not len(nb):
+                keep[idx] = True
+                continue
+            b = int(nb[0])
+            window = idx[: b + 1 + depth]
+            keep[window[mb[: b + 1 + depth]]] = True
+            keep[idx[b]] = True
+        return np.flatnonzero(keep)
+
     def schedule_pass(self) -> None:
         self.stats["passes"] += 1
         pend = self.pending_rows()
@@ -247,61 +319,56 @@ class Simulator:
             return
         ctl = self.controller
         order = pend if ctl.static else ctl.order(self, pend)
-        maybe = self._prefilter(order)
-        part = self.table.partition[order]
-        # positions worth visiting: possible starts, and the first blocked job of each partition
-        visit = set(np.flatnonzero(maybe).tolist())
-        blocked = np.flatnonzero(~maybe)
-        if len(blocked):
-            _, first = np.unique(part[blocked], return_index=True)
-            visit.update(blocked[first].tolist())
+        maybe_all = self._prefilter(order)
+        vis = self._windows(order, maybe_all)
+        rows_v = order[vis]
+        maybe_v = maybe_all[vis]
+        part_v = self.table.partition[rows_v]
         heads: dict[int, Reservation | None] = {}  # partition -> reservation (None until needed)
         # Jobs of one shape meet the same cluster state until something starts, so a shape that found no
         # allocation, or whose allocation would delay a head, fails again for any job ending no earlier.
-        # Keyed by (shape, starts so far); exact, just cheaper than asking again.
-        failed: dict[tuple[int, ...], float] = {}
-        sh = self.shapes
-        tested = 0
-        cfg = self.config
-        for p in sorted(visit):
-            row = int(order[p])
-            pt = int(part[p])
-            if pt in heads:
-                if not cfg.backfill:
-                    continue
-                tested += 1
-                if tested > cfg.bf_max_job_test:
+        # ``failed[shape]`` is the smallest such end since the last start: exact, only cheaper. It is off
+        # for jobs with a node hint and for controllers that choose placements themselves.
+        memo = self._memoize and ctl.default_placement
+        shp = self._shape_id[rows_v]
+        lim = self.limit[rows_v]
+        free_form = self._has_hint[rows_v]
+        failed = np.full(self._n_shapes, np.inf)
+        i, nv = 0, len(vis)
+        while i < nv:
+            if memo and maybe_v[i] and not free_form[i] and lim[i] >= failed[shp[i]]:
+                skip = maybe_v[i:] & ~free_form[i:] & (lim[i:] >= failed[shp[i:]])
+                if skip.all():
                     break
+                i += int(np.argmin(skip))
+                continue
+            row = int(rows_v[i])
+            pt = int(part_v[i])
             alloc = None
-            kind, allowed = ctl.placement(self, row)
-            hint = self.hints.get(row)
-            memo = None
-            if self._memoize and hint is None and allowed is None:
-                memo = (int(sh.group[row]), int(sh.chunk[row]), int(sh.k[row]), int(sh.cpus_node[row]),
-                        int(sh.mem_node[row]), int(self.table.gpus[row]), int(kind is PlacementKind.SPREAD),
-                        self.stats["started"])
-                if memo in failed and self.limit[row] >= failed[memo]:
-                    maybe[p] = False
-                    memo = None  # known failure: nothing new to record
-            if maybe[p]:
+            if maybe_v[i]:
+                kind, allowed = ctl.placement(self, row)
+                hint = self.hints.get(row)
                 mask = self._mask(hint) if hint is not None else allowed
                 gpus = int(self.table.gpus[row])
                 alloc = allocate(self.cl, self.elig, self.shapes, row, gpus, kind, allowed=mask)
-                if alloc is None and kind is PlacementKind.SPREAD and hint is None:
-                    alloc = allocate(self.cl, self.elig, self.shapes, row, gpus, allowed=mask)
+                if alloc is None and hint is None and (kind is PlacementKind.SPREAD or allowed is not None):
+                    alloc = allocate(self.cl, self.elig, self.shapes, row, gpus)  # preference unmet: default
             if alloc is not None:
                 reservations = [self._materialize(heads, q) for q in heads]
                 if self._respects(row, alloc, reservations):
                     if pt in heads:
                         self.stats["backfilled"] += 1
                     self._start(row, alloc)
+                    failed.fill(np.inf)
+                    i += 1
                     continue
-            if memo is not None:
-                end = float(self.limit[row]) if alloc is not None else 0.0
-                failed[memo] = min(failed.get(memo, np.inf), end)
+            if maybe_v[i] and not free_form[i]:
+                end = float(lim[i]) if alloc is not None else 0.0
+                failed[shp[i]] = min(failed[shp[i]], end)
             if pt not in heads:
                 heads[pt] = None
                 self._head_rows[pt] = row
+            i += 1
 
     def _materialize(self, heads: dict[int, Reservation | None], pt: int) -> Reservation:
         res = heads[pt]

@@ -47,7 +47,7 @@ from rltune_daemon.traces.sampling import (
     zipf_choice,
 )
 
-DEFAULT_SLICE = 1 / 20
+DEFAULT_SLICE = 1 / 80
 DEFAULT_JOBS = 20_000
 DEFAULT_LOAD = 0.75
 FULL_CLUSTER_GPUS = 6742  # pai_machine_spec.csv; "6,742 GPUs" [NSDI]

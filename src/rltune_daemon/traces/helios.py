@@ -84,42 +84,72 @@ def sample_sizes(profile: HeliosProfile, n: int, seed: int, rho: float) -> tuple
     return gpus, np.maximum(np.round(dur), 1.0)
 
 
-def _balance_heavy(vc: I64, g_raw: I64, dur: F64, caps: I64, limit: I64, eligible: B) -> I64:
-    """Re-place the heaviest ``HEAVY_SHARE`` of jobs (by GPU-seconds) greedily, largest first, on the
-    eligible VC whose load relative to its size stays lowest. Those few jobs carry ~80 % of the GPU
-    time, so left to chance they alone would decide which VC is overloaded."""
-    work = g_raw * dur
-    heavy = np.argsort(-work, kind="stable")[: int(HEAVY_SHARE * len(work))]
+def eligible_vcs(g_raw: I64, limit: I64, vc_fit: str) -> B:
+    """Jobs x VCs: where a job may go without overflow. ``whole``: every VC (the job is capped to it);
+    ``half``: the VCs at least twice its size, the largest VC for jobs bigger than half of every VC."""
+    if vc_fit == "whole":
+        return np.ones((len(g_raw), len(limit)), dtype=np.bool_)
+    eligible: B = limit[None, :] >= g_raw[:, None]
+    eligible[~eligible.any(axis=1)] = limit == limit.max()
+    return eligible
+
+
+def _place_fixed(vc: I64, work: F64, caps: I64, limit: I64, eligible: B, fixed: I64, level: float) -> I64:
+    """Place the ``fixed`` jobs one at a time on the eligible VC whose load relative to its size stays
+    lowest: first the jobs with a single eligible VC, smallest first, then the others by fewest
+    eligible VCs and largest first (longest-processing-time balancing). A job that would push even
+    that VC above ``level`` (the GPU-seconds per GPU every VC should end at) goes instead to the
+    largest other VC that stays at or below it, capped at that VC's limit: an overflow, which never
+    happens with ``vc_fit=whole`` (every VC is eligible); single-VC jobs go smallest first so that as
+    few jobs as possible overflow. ``vc`` already holds the other jobs' VCs; ``work[j, v]`` is job
+    j's GPU-seconds on VC v."""
     out = vc.copy()
-    light = np.ones(len(work), dtype=np.bool_)
-    light[heavy] = False
-    assigned = np.array(
-        [float((np.minimum(g_raw, c) * dur)[light & (vc == v)].sum()) for v, c in enumerate(limit)]
-    )
-    for j in heavy.tolist():
-        capped = np.minimum(g_raw[j], limit) * dur[j]
-        v = int(np.argmin(np.where(eligible[j], (assigned + capped) / caps, np.inf)))
+    rest = np.ones(len(vc), dtype=np.bool_)
+    rest[fixed] = False
+    assigned = np.array([float(work[rest & (vc == v), v].sum()) for v in range(len(caps))])
+    def key(j: int) -> tuple[int, float]:
+        k, size = int(eligible[j].sum()), float(work[j].max())
+        return (k, size if k == 1 else -size)
+
+    order = sorted(fixed.tolist(), key=key)
+    for j in order:
+        after = (assigned + work[j]) / caps
+        v = int(np.argmin(np.where(eligible[j], after, np.inf)))
+        room = ~eligible[j] & (after <= level)
+        if after[v] > level and room.any():
+            v = int(np.argmax(np.where(room, limit, -1)))
         out[j] = v
-        assigned[v] += capped[v]
+        assigned[v] += work[j, v]
     return out
 
 
-def assign_vcs(g_raw: I64, dur: F64, seed: int, vc_fit: str = "whole") -> tuple[I64, I64]:
-    """VC per job and the per-VC cap on GPUs (see module docstring)."""
+def assign_vcs(g_raw: I64, dur: F64, seed: int, vc_fit: str = "half") -> tuple[I64, I64]:
+    """VC per job and the per-VC cap on GPUs, such that every VC's offered load ends near the same
+    level (see module docstring).
+
+    The jobs with a single eligible VC and the heaviest ``HEAVY_SHARE`` (~80 % of the GPU time) are
+    placed by ``_place_fixed``. Every other job draws its VC among its eligible ones with probability
+    proportional to ``R_v / m_v``: ``R_v`` the GPU-seconds VC v lacks, at the common level, after the
+    single-VC jobs (``C_v`` x level when there are none, as with ``whole``), ``m_v`` the mean
+    GPU-seconds of a job capped to it. Left to chance, a few multi-week jobs would decide which VC is
+    overloaded, and with ``half`` the jobs that fit only the largest VC would overload it."""
     caps = np.array([c * NODE_GPUS for _, c in VCS], dtype=np.int64)
     limit = caps if vc_fit == "whole" else caps // 2
-    work = np.array([np.mean(np.minimum(g_raw, c) * dur) for c in limit])  # m_v
-    weight = caps / work
-    if vc_fit == "whole":
-        eligible = np.ones((len(g_raw), len(caps)), dtype=np.bool_)
-    else:  # only VCs at least twice the job's size; the biggest jobs go to the biggest VC
-        eligible = limit[None, :] >= g_raw[:, None]
-        eligible[~eligible.any(axis=1)] = limit == limit.max()
-    w = np.where(eligible, weight[None, :], 0.0)
+    work = np.minimum(g_raw[:, None], limit[None, :]) * dur[:, None]
+    eligible = eligible_vcs(g_raw, limit, vc_fit)
+    level = float(np.where(eligible, work, 0.0).max(axis=1).sum() / caps.sum())
+    single = eligible.sum(axis=1) == 1
+    forced = np.array([float(work[single & eligible[:, v], v].sum()) for v in range(len(caps))])
+    lacking = np.maximum(level * caps - forced, 0.0)
+    w = np.where(eligible, (lacking / work.mean(axis=0))[None, :], 0.0)
+    stuck = w.sum(axis=1) == 0  # every eligible VC already full: any of them
+    w[stuck] = eligible[stuck]
     cum = np.cumsum(w, axis=1) / w.sum(axis=1, keepdims=True)
     u = rng_for(seed, "helios/vc").random(len(g_raw))
     vc = np.minimum((u[:, None] > cum).sum(axis=1), len(caps) - 1).astype(np.int64)
-    return _balance_heavy(vc, g_raw, dur, caps, limit, eligible), limit
+    heavy = np.argsort(-(g_raw * dur), kind="stable")[: int(HEAVY_SHARE * len(g_raw))]
+    fixed = np.union1d(heavy, np.flatnonzero(single)).astype(np.int64)
+    return _place_fixed(vc, work, caps, limit, eligible, fixed, level), limit
 
 
 def generate(
@@ -129,7 +159,7 @@ def generate(
     profile: str = "venus",
     rho: float | None = None,
     users: int = DEFAULT_USERS,
-    vc_fit: str = "whole",
+    vc_fit: str = "half",
 ) -> tuple[RawJobs, dict[str, Any]]:
     prof = helios(profile)
     r = FITTED_RHO[profile] if rho is None else rho
@@ -137,6 +167,7 @@ def generate(
     caps = np.array([c * NODE_GPUS for _, c in VCS], dtype=np.int64)
     vc, limit = assign_vcs(g_raw, dur, seed, vc_fit)
     gpus = np.minimum(g_raw, limit[vc])
+    overflow = int(np.count_nonzero(~eligible_vcs(g_raw, limit, vc_fit)[np.arange(n), vc]))
     rate = load * float(caps.sum()) / float(np.mean(gpus * dur))
     submit = diurnal_arrivals(rng_for(seed, "helios/arrivals"), n, rate, prof.hourly_submissions)
     names = [v for v, _ in VCS]
@@ -155,7 +186,7 @@ def generate(
         user=[f"{v}-u{u + 1:02d}" for v, u in zip(vcs, user_of.tolist(), strict=True)],
         account=vcs,
         partition=vcs,
-        notes={"gpus_capped_to_vc": int(np.count_nonzero(gpus < g_raw))},
+        notes={"gpus_capped_to_vc": int(np.count_nonzero(gpus < g_raw)), "vc_overflow": overflow},
     )
     span = float(submit[-1] - submit[0]) if n > 1 else 0.0
     realised = {
@@ -184,7 +215,7 @@ def load(ctx: LoadContext) -> Workload:
     profile = ctx.opts.choice("profile", "venus", HELIOS_CLUSTERS)
     rho = ctx.opts.number("rho", math.nan, lo=-0.99, hi=0.99)
     users = ctx.opts.integer("users", DEFAULT_USERS, lo=1)
-    vc_fit = ctx.opts.choice("vc_fit", "whole", ("whole", "half"))
+    vc_fit = ctx.opts.choice("vc_fit", "half", ("whole", "half"))
     cap = ctx.opts.seconds("max_time", ctx.default_cap)
     ctx.opts.finish()
     raw, meta = generate(n, ctx.seed, target, profile, None if math.isnan(rho) else rho, users, vc_fit)

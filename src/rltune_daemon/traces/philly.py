@@ -26,7 +26,7 @@ from rltune_daemon.traces.assemble import RawJobs, assemble
 from rltune_daemon.traces.context import LoadContext
 from rltune_daemon.traces.resources import data_text, file_text, lines
 
-PHILLY_SCALE = 1 / 8
+PHILLY_SCALE = 1 / 16
 """Fraction of each VC's nodes simulated; the simulator owner tunes this for FCFS contention."""
 
 GPU_TYPE = "p100"

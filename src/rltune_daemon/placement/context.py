@@ -1,0 +1,38 @@
+"""What a placer sees and returns; shared by the greedy placer and the MILP."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from rltune_daemon.domain.arrays import I64, ClusterArrays, JobTable
+from rltune_daemon.placement.allocate import Allocation
+from rltune_daemon.placement.shapes import EligibilityIndex, JobShapes
+from rltune_daemon.sim.config import EffectsConfig
+
+
+@dataclass(frozen=True)
+class PlacementContext:
+    """A cluster state and the pending jobs' table/shapes. ``effects`` is the slowdown model the
+    objective trades against (the simulator's, so the placer and the simulator agree)."""
+
+    table: JobTable
+    shapes: JobShapes
+    cluster: ClusterArrays
+    elig: EligibilityIndex
+    effects: EffectsConfig = field(default_factory=EffectsConfig)
+
+
+@dataclass(frozen=True)
+class PlacementResult:
+    """Allocations for the ranked jobs that can start now, jointly feasible. ``solver`` says what
+    produced them (``milp`` or ``greedy``); ``fallback`` says why the MILP was not used, if it was not."""
+
+    allocations: dict[int, Allocation]
+    solver: str
+    fallback: str = ""
+    seconds: float = 0.0
+
+
+class Placer(Protocol):
+    def __call__(self, ctx: PlacementContext, rows: I64) -> PlacementResult: ...

@@ -1,0 +1,23 @@
+"""Planner knobs (the daemon's config file maps onto these)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rltune_daemon.sim.config import EffectsConfig
+
+
+@dataclass(frozen=True)
+class PlannerConfig:
+    """``top_k``: jobs the placement step considers. ``starvation_seconds``: longest a job may stay
+    below its multifactor position before the guard restores that position. ``exempt_*``: jobs the
+    planner never touches (SLA-bound work keeps Slurm's own priority). ``placement``: emit node hints."""
+
+    top_k: int = 16
+    placement: bool = True
+    starvation_seconds: float = 4 * 3600.0
+    exempt_qos: tuple[str, ...] = ()
+    exempt_partitions: tuple[str, ...] = ()
+    exempt_users: tuple[str, ...] = ()
+    exempt_accounts: tuple[str, ...] = ()
+    effects: EffectsConfig = field(default_factory=EffectsConfig)

@@ -1,0 +1,190 @@
+"""``plan(snapshot, policy, config)``: rank pending jobs, guard against starvation, choose placements for
+the top-K, and express the result as SiteFactor targets and node hints with a human reason per job.
+
+The simulator's daemon mode builds a ``Snapshot`` from its own state and calls this same function, so a
+decision is computed by one code path whether the cluster is real or simulated.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rltune_daemon.domain.arrays import F64, I64, ClusterArrays, JobTable
+from rltune_daemon.domain.plan import Placement, PlacementKind, Plan, PlanEntry
+from rltune_daemon.domain.snapshot import PendingState, Snapshot
+from rltune_daemon.placement.allocate import Allocation, FreeView, fits
+from rltune_daemon.placement.context import PlacementContext, Placer
+from rltune_daemon.placement.greedy import greedy_allocations, greedy_placer
+from rltune_daemon.placement.shapes import EligibilityIndex, job_shapes
+from rltune_daemon.planner.config import PlannerConfig
+from rltune_daemon.planner.priorities import realizes, site_factors, target_priorities
+from rltune_daemon.planner.reasons import describe
+from rltune_daemon.policies.base import Policy, QueueView
+
+
+@dataclass
+class PlannerMemory:
+    """State carried between cycles: since when each job has been below its multifactor position."""
+
+    demoted_since: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """A snapshot in columnar form: every pending job (exempt ones too) and the cluster state."""
+
+    snapshot: Snapshot
+    table: JobTable
+    cluster: ClusterArrays
+    elig: EligibilityIndex
+    base: I64  # multifactor priority without our SiteFactor
+
+
+def inputs_from(snapshot: Snapshot) -> PlanInputs:
+    spec = snapshot.cluster()
+    table = JobTable.from_jobs(snapshot.pending, spec, snapshot.pending_state)
+    cluster = ClusterArrays.from_state(spec, snapshot.nodes, snapshot.running)
+    base = np.array([s.priority - s.site_factor for s in snapshot.pending_state], dtype=np.int64)
+    return PlanInputs(snapshot, table, cluster, EligibilityIndex.build(cluster), base)
+
+
+def exemption(job_state: PendingState, qos: str, partition: str, user: str, account: str,
+              cfg: PlannerConfig) -> str:
+    """Why a job must not be touched, or "" if it may be planned."""
+    if job_state.held:
+        return "held"
+    if job_state.admin_priority:
+        return "priority set by an admin"
+    if qos and qos in cfg.exempt_qos:
+        return f"exempt QoS {qos}"
+    if partition and partition in cfg.exempt_partitions:
+        return f"exempt partition {partition}"
+    if user and user in cfg.exempt_users:
+        return f"exempt user {user}"
+    if account and account in cfg.exempt_accounts:
+        return f"exempt account {account}"
+    return ""
+
+
+def _base_rank(base: I64, submit: F64, rows: I64) -> dict[int, int]:
+    """Position of each row under Slurm's own order (priority desc, then submit)."""
+    order = rows[np.lexsort((rows, submit[rows], -base[rows]))]
+    return {int(r): k for k, r in enumerate(order)}
+
+
+def plan(
+    snapshot: Snapshot,
+    policy: Policy,
+    config: PlannerConfig | None = None,
+    memory: PlannerMemory | None = None,
+    placer: Placer | None = None,
+) -> Plan:
+    """A Plan for ``snapshot``. ``memory`` is updated in place (starvation guard)."""
+    cfg = config or PlannerConfig()
+    mem = memory if memory is not None else PlannerMemory()
+    inp = inputs_from(snapshot)
+    return plan_inputs(inp, policy, cfg, mem, placer or greedy_placer)
+
+
+def plan_inputs(inp: PlanInputs, policy: Policy, cfg: PlannerConfig, mem: PlannerMemory,
+                placer: Placer) -> Plan:
+    snap, table = inp.snapshot, inp.table
+    now = snap.clock
+    skipped: list[tuple[str, str]] = []
+    keep: list[int] = []
+    for i, (job, st) in enumerate(zip(snap.pending, snap.pending_state, strict=True)):
+        why = exemption(st, job.qos, job.partition, job.user, job.account, cfg)
+        if why:
+            skipped.append((job.id, why))
+        else:
+            keep.append(i)
+    rows = np.array(keep, dtype=np.int64)
+    if not len(rows):
+        return Plan(now, policy.name, (), tuple(skipped))
+
+    view = QueueView(table, rows, now, inp.cluster, None)
+    scores = policy.scores(view)
+    order_pos = np.lexsort((rows, table.submit[rows], scores, -table.tier[rows]))
+    ordered = rows[order_pos]
+    score_of = {int(r): float(s) for r, s in zip(rows, scores, strict=True)}
+
+    # starvation guard, per PriorityTier (SiteFactor cannot move a job across tiers)
+    guarded: set[int] = set()
+    final: list[int] = []
+    for tier in sorted({int(t) for t in table.tier[ordered]}, reverse=True):
+        tier_rows = ordered[table.tier[ordered] == tier]
+        base_rank = _base_rank(inp.base, table.submit, tier_rows)
+        keys: list[tuple[float, int]] = []
+        for pos, r in enumerate(tier_rows):
+            row = int(r)
+            jid = table.ids[row]
+            b = base_rank[row]
+            if pos > b:
+                since = mem.demoted_since.setdefault(jid, now)
+                if now - since >= cfg.starvation_seconds:
+                    guarded.add(row)
+                    keys.append((b - 0.5, pos))
+                    continue
+            else:
+                mem.demoted_since.pop(jid, None)
+            keys.append((float(pos), pos))
+        final.extend(int(tier_rows[p]) for _, p in sorted(keys))
+    live = {table.ids[int(r)] for r in rows}
+    for jid in list(mem.demoted_since):
+        if jid not in live:
+            del mem.demoted_since[jid]
+    plan_rows = np.array(final, dtype=np.int64)
+
+    # priorities: reuse current SiteFactors when they already give the plan order
+    current = table.priority[plan_rows].astype(np.int64)
+    targets = np.empty(len(plan_rows), dtype=np.int64)
+    tiers = table.tier[plan_rows]
+    for tier in np.unique(tiers):
+        sel = np.flatnonzero(tiers == tier)
+        cur = current[sel]
+        targets[sel] = cur if realizes(cur) else target_priorities(inp.base[plan_rows[sel]])
+    sites = site_factors(inp.base[plan_rows], targets)
+
+    # placement for the top-K jobs that can start now
+    shapes = job_shapes(table, inp.elig)
+    placements: dict[int, Placement] = {}
+    if cfg.placement:
+        free = FreeView(inp.cluster.gpus_free, inp.cluster.cpus_free, inp.cluster.mem_free)
+        top = [int(r) for r in plan_rows[: cfg.top_k]
+               if shapes.feasible[r] and fits(inp.cluster, inp.elig, shapes, int(r), free)]
+        if top:
+            top_rows = np.array(top, dtype=np.int64)
+            ctx = PlacementContext(table, shapes, inp.cluster, inp.elig, cfg.effects)
+            chosen = placer(ctx, top_rows).allocations
+            default = greedy_allocations(ctx, top_rows)
+            for row, alloc in chosen.items():
+                placements[row] = _as_placement(alloc, default.get(row), inp.cluster)
+
+    base_pos = _base_rank(inp.base, table.submit, plan_rows)
+    entries = []
+    for k, r in enumerate(plan_rows):
+        row = int(r)
+        place = placements.get(row, Placement())
+        reason = describe(table, row, now, policy.name, k, base_pos[row], row in guarded, place,
+                          row in placements)
+        entries.append(PlanEntry(table.ids[row], k + 1, score_of[row], int(current[k]), int(targets[k]),
+                                 int(sites[k]), place, reason))
+    return Plan(now, policy.name, tuple(entries), tuple(skipped))
+
+
+def _as_placement(alloc: Allocation, default: Allocation | None, cl: ClusterArrays) -> Placement:
+    """A node hint only where the chosen nodes differ from what Slurm would pick by itself."""
+    if default is not None and np.array_equal(default.nodes, alloc.nodes) and np.array_equal(
+            default.gpus, alloc.gpus):
+        return Placement(PlacementKind.DEFAULT, ())
+    return Placement(alloc.kind, tuple(cl.names[int(n)] for n in alloc.nodes))
+
+
+def timed_plan(snapshot: Snapshot, policy: Policy, config: PlannerConfig, memory: PlannerMemory,
+               placer: Placer | None = None) -> tuple[Plan, float]:
+    t0 = time.perf_counter()
+    result = plan(snapshot, policy, config, memory, placer)
+    return result, time.perf_counter() - t0

@@ -1,0 +1,41 @@
+"""Short human reasons for dry-run tables and logs: why a job sits where the plan puts it."""
+
+from __future__ import annotations
+
+from rltune_daemon.domain.arrays import JobTable
+from rltune_daemon.domain.plan import Placement, PlacementKind
+
+
+def _dur(seconds: float) -> str:
+    if seconds >= 86400:
+        return f"{seconds / 86400:.1f}d"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f}h"
+    if seconds >= 60:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds:.0f}s"
+
+
+def describe(table: JobTable, row: int, now: float, policy: str, pos: int, base_pos: int, guarded: bool,
+             placement: Placement, starts_now: bool) -> str:
+    """E.g. ``up 5 (sjf): short (20m asked), 1 GPU, waited 2.0h; starts now on p100-1 (spread)``."""
+    parts: list[str] = []
+    if guarded:
+        head = f"starvation guard: kept at multifactor position {base_pos + 1}"
+    elif pos < base_pos:
+        head = f"up {base_pos - pos} ({policy})"
+    elif pos > base_pos:
+        head = f"down {pos - base_pos} ({policy})"
+    else:
+        head = f"unchanged ({policy})"
+    parts.append(f"{_dur(float(table.time_limit[row]))} asked")
+    gpus = int(table.gpus[row])
+    parts.append(f"{gpus} GPU" + ("s" if gpus != 1 else ""))
+    parts.append(f"waited {_dur(max(now - float(table.submit[row]), 0.0))}")
+    text = f"{head}: " + ", ".join(parts)
+    if starts_now:
+        if placement.kind is PlacementKind.DEFAULT or not placement.nodes:
+            text += "; starts now"
+        else:
+            text += f"; starts now on {','.join(placement.nodes)} ({placement.kind.value})"
+    return text

@@ -1,0 +1,125 @@
+"""The two ways a planner drives the simulator.
+
+*Daemon mode* is what a real Slurm gets: every ``interval`` seconds the daemon's ``plan()`` runs on a
+Snapshot of the simulated cluster and its Plan is applied exactly as the Slurm applier applies it:
+SiteFactors on top of Slurm's multifactor priority, ReqNodeList hints that expire after
+``hint_cycles`` cycles. Between cycles the simulated Slurm schedules by ``multifactor + SiteFactor`` and
+new arrivals have SiteFactor 0. A cycle with no arrival, start or finish since the last plan keeps
+that plan (nothing a plan looks at changed, but the clock).
+
+*Event mode* is the paper's simulator: the policy ranks the queue at every scheduling pass and the
+placer chooses nodes for the top-K jobs of that pass.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rltune_daemon.domain.arrays import I64, B
+from rltune_daemon.domain.plan import PlacementKind
+from rltune_daemon.domain.snapshot import PendingState
+from rltune_daemon.placement.allocate import Allocation, FreeView, fits
+from rltune_daemon.placement.context import PlacementContext, Placer
+from rltune_daemon.placement.greedy import greedy_placer
+from rltune_daemon.planner.config import PlannerConfig
+from rltune_daemon.planner.plan import PlannerMemory, plan
+from rltune_daemon.policies.base import Policy, QueueView
+from rltune_daemon.policies.multifactor import Multifactor
+from rltune_daemon.sim.controller import Controller, tiered_order
+from rltune_daemon.sim.engine import Simulator
+
+
+class DaemonModeController(Controller):
+    def __init__(self, policy: Policy, config: PlannerConfig | None = None, placer: Placer | None = None,
+                 interval: float = 60.0, hint_cycles: int = 2, base: Multifactor | None = None) -> None:
+        self.policy = policy
+        self.name = policy.name
+        self.cfg = config or PlannerConfig()
+        self.placer = placer or greedy_placer
+        self.interval = interval
+        self.hint_cycles = hint_cycles
+        self.base = base or Multifactor()
+        self.memory = PlannerMemory()
+        self.site: dict[int, int] = {}
+        self.hint_expiry: dict[int, int] = {}
+        self.cycles = 0
+        self._seen: tuple[int, int, int] = (-1, -1, -1)
+        self.plans = 0
+
+    def base_priority(self, sim: Simulator, rows: I64) -> I64:
+        view = QueueView(sim.table, rows, sim.now, sim.cl, sim.usage)
+        return self.base.priority(view).astype(np.int64)
+
+    def order(self, sim: Simulator, pending: I64) -> I64:
+        prio = self.base_priority(sim, pending)
+        site = np.fromiter((self.site.get(int(r), 0) for r in pending), dtype=np.int64, count=len(pending))
+        return tiered_order(sim, pending, -(np.maximum(prio + site, 1)).astype(np.float64))
+
+    def on_tick(self, sim: Simulator) -> None:
+        self.cycles += 1
+        for row, expiry in list(self.hint_expiry.items()):
+            if self.cycles >= expiry:
+                sim.clear_hint(row)
+                del self.hint_expiry[row]
+        seen = (sim.stats["arrived"], sim.stats["started"], sim.stats["finished"])
+        if seen == self._seen:
+            return
+        self._seen = seen
+        rows = sim.pending_rows()
+        if not len(rows):
+            return
+        prio = self.base_priority(sim, rows)
+        states = [PendingState(priority=int(max(p + self.site.get(int(r), 0), 1)),
+                               site_factor=self.site.get(int(r), 0)) for r, p in zip(rows, prio, strict=True)]
+        result = plan(sim.snapshot(states), self.policy, self.cfg, self.memory, self.placer)
+        self.plans += 1
+        index = {sim.table.ids[int(r)]: int(r) for r in rows}
+        names = {n: i for i, n in enumerate(sim.cl.names)}
+        for entry in result.entries:
+            row = index[entry.job_id]
+            self.site[row] = entry.site_factor
+            if entry.placement.is_hint:
+                sim.set_hint(row, np.array([names[n] for n in entry.placement.nodes], dtype=np.int64))
+                self.hint_expiry[row] = self.cycles + self.hint_cycles
+
+    def on_start(self, sim: Simulator, row: int) -> None:
+        self.site.pop(row, None)
+        self.hint_expiry.pop(row, None)
+
+    def on_finish(self, sim: Simulator, row: int, runtime: float) -> None:
+        self.policy.observe_finish(sim.table, row, runtime)
+
+
+class EventModeController(Controller):
+    default_placement = False
+
+    def __init__(self, policy: Policy, placer: Placer | None = None, top_k: int = 16,
+                 config: PlannerConfig | None = None) -> None:
+        self.policy = policy
+        self.name = policy.name
+        self.placer = placer or greedy_placer
+        self.top_k = top_k
+        self.cfg = config or PlannerConfig()
+        self.chosen: dict[int, Allocation] = {}
+
+    def order(self, sim: Simulator, pending: I64) -> I64:
+        view = QueueView(sim.table, pending, sim.now, sim.cl, sim.usage)
+        ordered = tiered_order(sim, pending, self.policy.scores(view))
+        free = FreeView(sim.cl.gpus_free, sim.cl.cpus_free, sim.cl.mem_free)
+        top = [int(r) for r in ordered[: self.top_k] if fits(sim.cl, sim.elig, sim.shapes, int(r), free)]
+        self.chosen = {}
+        if top:
+            ctx = PlacementContext(sim.table, sim.shapes, sim.cl, sim.elig, self.cfg.effects)
+            self.chosen = self.placer(ctx, np.array(top, dtype=np.int64)).allocations
+        return ordered
+
+    def placement(self, sim: Simulator, row: int) -> tuple[PlacementKind, B | None]:
+        alloc = self.chosen.get(row)
+        if alloc is None:
+            return PlacementKind.PACK, None
+        mask = np.zeros(sim.cl.n_nodes, dtype=np.bool_)
+        mask[alloc.nodes] = True
+        return alloc.kind, mask
+
+    def on_finish(self, sim: Simulator, row: int, runtime: float) -> None:
+        self.policy.observe_finish(sim.table, row, runtime)
