@@ -82,7 +82,8 @@ class JobShapes:
 
 def job_shapes(table: JobTable, elig: EligibilityIndex) -> JobShapes:
     """Shapes for every row of ``table``. ``feasible`` is False for jobs no set of eligible nodes could
-    ever hold (too many GPUs, unknown type, empty partition)."""
+    ever hold: fewer than ``k`` eligible nodes whose capacity holds one chunk (GPUs, CPUs, memory), or
+    no acceptable GPU type."""
     n = len(table)
     keys: dict[tuple[int, int], int] = {}
     group = np.empty(n, dtype=np.int64)
@@ -92,7 +93,6 @@ def job_shapes(table: JobTable, elig: EligibilityIndex) -> JobShapes:
     gkeys = tuple(keys)
     per_group = [elig.get(*key) for key in gkeys]
     gpn = np.array([p[1] for p in per_group] + [0], dtype=np.int64)[group]
-    count = np.array([int(p[0].sum()) for p in per_group] + [0], dtype=np.int64)[group]
     g = table.gpus
     safe_gpn = np.maximum(gpn, 1)
     k = np.where(g <= gpn, 1, -(-g // safe_gpn))
@@ -101,6 +101,22 @@ def job_shapes(table: JobTable, elig: EligibilityIndex) -> JobShapes:
     cpus_node = np.where(table.cpus > 0, -(-table.cpus // k), PROPORTIONAL)
     cpus_node = np.where((g == 0) & (table.cpus <= 0), 1, cpus_node)
     mem_node = np.where(table.mem_mb > 0, -(-table.mem_mb // k), PROPORTIONAL)
-    feasible = (k <= count) & (chunk <= gpn) & (table.type_mask != 0)
-    return JobShapes(k.astype(np.int64), chunk.astype(np.int64), cpus_node.astype(np.int64),
-                     mem_node.astype(np.int64), group, gkeys, feasible)
+    cpus_node = cpus_node.astype(np.int64)
+    mem_node = mem_node.astype(np.int64)
+    chunk = chunk.astype(np.int64)
+    # Feasible: at least k eligible nodes whose *capacity* holds one chunk (GPUs, CPUs and memory).
+    cl = elig.cluster
+    feasible = np.zeros(n, dtype=np.bool_)
+    if n:
+        cols = np.stack([group, chunk, cpus_node, mem_node])
+        combos, inverse = np.unique(cols, axis=1, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        capacity = np.zeros(combos.shape[1], dtype=np.int64)
+        for c in range(combos.shape[1]):
+            gi, ch, cn, mn = (int(x) for x in combos[:, c])
+            need_c, need_m = elig.need(ch, cn, mn)
+            holds = per_group[gi][0] & (cl.gpus_total >= ch)
+            holds &= (cl.cpus_total >= need_c) & (cl.mem_total >= need_m)
+            capacity[c] = int(holds.sum())
+        feasible = (capacity[inverse] >= k) & (table.type_mask != 0)
+    return JobShapes(k.astype(np.int64), chunk, cpus_node, mem_node, group, gkeys, feasible)

@@ -32,7 +32,7 @@ class EffectsConfig:
 @dataclass(frozen=True)
 class SimConfig:
     """``bf_max_job_test`` bounds how many jobs behind a blocked head backfill examines per pass (Slurm's
-    SchedulerParameters option of the same name). ``record`` keeps per-pass reservations for tests."""
+    SchedulerParameters option of the same name). ``record`` keeps reservations and allocations for tests."""
 
     effects: EffectsConfig = field(default_factory=EffectsConfig)
     backfill: bool = True

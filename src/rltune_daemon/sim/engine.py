@@ -57,6 +57,7 @@ class SimResult:
     stats: dict[str, int]
     dropped: list[str] = field(default_factory=list)
     reservations: list[tuple[int, float, float]] = field(default_factory=list)
+    allocations: dict[int, Allocation] = field(default_factory=dict)
 
 
 class Simulator:
@@ -89,6 +90,7 @@ class Simulator:
         self.stats = dict.fromkeys(
             ("passes", "started", "finished", "arrived", "backfilled", "reservations", "ticks"), 0)
         self.reservation_log: list[tuple[int, float, float]] = []
+        self.alloc_log: dict[int, Allocation] = {}
         self._heap: list[tuple[float, int, int]] = []
         self._seq = 0
         self._head_rows: dict[int, int] = {}
@@ -179,6 +181,8 @@ class Simulator:
         self.start[row] = self.now
         self.slow[row] = factor
         self.allocs[row] = alloc
+        if self.config.record:
+            self.alloc_log[row] = alloc
         self.is_pending[row] = False
         self.clear_hint(row)
         self.usage.start(int(self.table.user[row]), int(self.table.gpus[row]), self.now)
@@ -423,9 +427,10 @@ class Simulator:
                 self.schedule_pass()
         metrics = summarize(submit, self.start, self.end, table.gpus.astype(np.float64),
                             self.workload.cluster.total_gpus)
-        metrics["slowdown_mean"] = float(self.slow[~np.isnan(self.start)].mean()) if n else 1.0
+        ran = ~np.isnan(self.start)
+        metrics["slowdown_mean"] = float(self.slow[ran].mean()) if ran.any() else 1.0
         return SimResult(self.controller.name, self.start, self.end, self.slow, metrics, dict(self.stats),
-                         self.dropped, self.reservation_log)
+                         self.dropped, self.reservation_log, self.alloc_log)
 
 
 def simulate(workload: Workload, policy: Policy | Controller, config: SimConfig | None = None) -> SimResult:
