@@ -24,7 +24,9 @@ def workloads(draw: st.DrawFn) -> Workload:
         gpus = draw(st.sampled_from([1, 2, 4, 8]))
         part = ("p1" if i % 2 else "p0") if two_parts else "p0"
         nodes.append(NodeSpec(f"n{i}", draw(st.sampled_from(TYPES)), gpus, 4 * gpus, 8000 * gpus, (part,)))
-    parts = (PartitionSpec("p0"), PartitionSpec("p1", priority_tier=2)) if two_parts else (PartitionSpec("p0"),)
+    parts = (PartitionSpec("p0"),)
+    if two_parts:
+        parts = (PartitionSpec("p0"), PartitionSpec("p1", priority_tier=2))
     cluster = ClusterSpec("h", tuple(nodes), parts)
     max_gpus = sum(n.gpus for n in nodes)
     n_jobs = draw(st.integers(1, 25))

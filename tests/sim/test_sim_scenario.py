@@ -77,7 +77,8 @@ def test_cross_node_penalty_for_multi_node_job_on_shared_nodes() -> None:
 
 def test_gpu_type_constraint_is_respected() -> None:
     nodes = (NodeSpec("p", "p100", 4, 8, 64000), NodeSpec("k", "k80", 2, 8, 32000))
-    jobs = (Job("on-k80", 0, 2, 50, 50, gpu_types=("k80",)), Job("also-k80", 0, 1, 50, 50, gpu_types=("k80",)))
+    k80 = ("k80",)
+    jobs = (Job("on-k80", 0, 2, 50, 50, gpu_types=k80), Job("also-k80", 0, 1, 50, 50, gpu_types=k80))
     res = simulate(Workload("t", ClusterSpec("t", nodes), jobs), make_policy("fcfs"), PURE)
     assert res.start.tolist() == [0.0, 50.0]
     assert {int(n) for a in res.allocations.values() for n in a.nodes} == {1}
