@@ -3,7 +3,6 @@ learned policy (event mode) and the daemon's planner (daemon mode)."""
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -16,7 +15,7 @@ if TYPE_CHECKING:
     from rltune_daemon.sim.engine import Simulator
 
 
-class Controller(ABC):
+class Controller:
     """Decides the start order at each scheduling pass and, optionally, placements.
 
     ``static`` controllers give every job a fixed key at arrival (``static_keys``) and the engine keeps
@@ -29,25 +28,26 @@ class Controller(ABC):
     static: bool = False
     interval: float | None = None
     default_placement: bool = True  # False when ``placement`` is overridden to choose per job
+    external: bool = False  # True: the order comes from outside, through ``Simulator.iterate()``
 
     def static_keys(self, sim: Simulator, rows: I64) -> F64:
         raise NotImplementedError
 
-    @abstractmethod
     def order(self, sim: Simulator, pending: I64) -> I64:
         """``pending`` rows sorted into start order (highest priority first)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement order() or be external")
 
     def placement(self, sim: Simulator, row: int) -> tuple[PlacementKind, B | None]:
         """Placement style for a job about to start and an optional node mask it must use."""
         return PlacementKind.PACK, None
 
-    def on_tick(self, sim: Simulator) -> None:  # noqa: B027
+    def on_tick(self, sim: Simulator) -> None:
         """Periodic decision point (``interval``)."""
 
-    def on_start(self, sim: Simulator, row: int) -> None:  # noqa: B027
+    def on_start(self, sim: Simulator, row: int) -> None:
         """A job started."""
 
-    def on_finish(self, sim: Simulator, row: int, runtime: float) -> None:  # noqa: B027
+    def on_finish(self, sim: Simulator, row: int, runtime: float) -> None:
         """A job finished after ``runtime`` seconds."""
 
 

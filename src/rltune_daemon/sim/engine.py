@@ -16,6 +16,7 @@ runtime, so a head always starts no later than its reservation under a static pr
 from __future__ import annotations
 
 import heapq
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -316,13 +317,20 @@ class Simulator:
             keep[idx[b]] = True
         return np.flatnonzero(keep)
 
-    def schedule_pass(self) -> None:
+    def schedule_pass(self) -> Generator[I64, I64, None]:
+        """One pass. An ``external`` controller's order is asked for by yielding the pending rows and
+        receiving them back sorted (how the gymnasium environment lets an agent act)."""
         self.stats["passes"] += 1
         pend = self.pending_rows()
         if not len(pend):
             return
         ctl = self.controller
-        order = pend if ctl.static else ctl.order(self, pend)
+        if ctl.static:
+            order = pend
+        elif ctl.external:
+            order = yield pend
+        else:
+            order = ctl.order(self, pend)
         maybe_all = self._prefilter(order)
         vis = self._windows(order, maybe_all)
         rows_v = order[vis]
@@ -383,6 +391,17 @@ class Simulator:
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> SimResult:
+        """Simulate to the end (controllers that decide for themselves)."""
+        steps = self.iterate()
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        raise RuntimeError("an external controller needs iterate(), not run()")
+
+    def iterate(self) -> Generator[I64, I64, SimResult]:
+        """The event loop as a generator: yields pending rows whenever an external controller must
+        order them, expects the order to be sent back, and returns the result."""
         table = self.table
         submit = table.submit
         n = len(table)
@@ -424,7 +443,7 @@ class Simulator:
                 else:
                     next_tick = np.inf
             if freed or ticked or (len(new) and self._prefilter(new).any()):
-                self.schedule_pass()
+                yield from self.schedule_pass()
         metrics = summarize(submit, self.start, self.end, table.gpus.astype(np.float64),
                             self.workload.cluster.total_gpus)
         ran = ~np.isnan(self.start)
