@@ -189,6 +189,9 @@ class ClusterArrays:
             arr.run_end = np.array(cols[4], dtype=np.float64)
             arr.run_job = np.array(cols[5], dtype=np.int64)
             arr.jobs_on = np.bincount(arr.run_node, minlength=arr.n_nodes).astype(np.int64)
+        # A node with resources in use runs something even if no running job was reported on it.
+        busy = (arr.gpus_free < arr.gpus_total) | (arr.cpus_free < arr.cpus_total)
+        arr.jobs_on = np.maximum(arr.jobs_on, busy.astype(np.int64))
         return arr
 
     def copy(self) -> ClusterArrays:

@@ -1,0 +1,194 @@
+"""plan(): order, exemptions, tiers, starvation guard, placement hints, and one code path for
+snapshots from a real Slurm and from the simulator."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rltune_daemon.domain import (
+    ClusterSpec,
+    Job,
+    NodeAlloc,
+    NodeSpec,
+    NodeState,
+    PartitionSpec,
+    PendingState,
+    PlacementKind,
+    RunningJob,
+    Snapshot,
+    Workload,
+)
+from rltune_daemon.planner import PlannerConfig, PlannerMemory, plan
+
+plan_module = importlib.import_module("rltune_daemon.planner.plan")  # the package re-exports plan()
+from rltune_daemon.policies import make_policy
+
+PARTS = (PartitionSpec("gpu"), PartitionSpec("hipri", priority_tier=2))
+
+
+def node(name: str, gpus: int, used: int, gpu_type: str = "p100") -> NodeState:
+    return NodeState(name, gpu_type, gpus, used, 8, used, 64000, used * 1000, ("gpu", "hipri"),
+                     "mixed" if used else "idle")
+
+
+def snapshot(pending: list[tuple[Job, PendingState]], nodes: tuple[NodeState, ...], clock: float = 1000.0,
+             running: tuple[RunningJob, ...] = ()) -> Snapshot:
+    return Snapshot(clock, tuple(j for j, _ in pending), tuple(s for _, s in pending), running, nodes, PARTS)
+
+
+FULL = (node("p100-1", 4, 4), node("p100-2", 4, 4))
+
+
+def test_plan_orders_by_policy_and_priorities_realize_it() -> None:
+    pend = [
+        (Job("10", 0.0, 1, 7200.0, partition="gpu", user="a"), PendingState(priority=1500)),
+        (Job("11", 10.0, 1, 600.0, partition="gpu", user="b"), PendingState(priority=1400)),
+        (Job("12", 20.0, 2, 60.0, partition="gpu", user="c"), PendingState(priority=1300, site_factor=100)),
+    ]
+    p = plan(snapshot(pend, FULL), make_policy("sjf"))
+    assert p.order == ("12", "11", "10")
+    # base = priority - site factor = 1500, 1400, 1200; targets reuse those values in plan order
+    assert [e.target_priority for e in p.entries] == [1500, 1400, 1200]
+    assert [e.site_factor for e in p.entries] == [1500 - 1200, 0, 1200 - 1500]
+    assert all(e.reason for e in p.entries)
+    assert "up 2 (sjf)" in p.entries[0].reason
+
+
+def test_current_site_factors_kept_when_they_already_give_the_order() -> None:
+    pend = [
+        (Job("1", 0.0, 1, 60.0, partition="gpu"), PendingState(priority=2000, site_factor=700)),
+        (Job("2", 0.0, 1, 600.0, partition="gpu"), PendingState(priority=1500)),
+    ]
+    p = plan(snapshot(pend, FULL), make_policy("sjf"))
+    assert [e.site_factor for e in p.entries] == [700, 0]
+
+
+def test_exempt_held_and_admin_jobs_are_skipped() -> None:
+    cfg = PlannerConfig(exempt_users=("vip",), exempt_qos=("urgent",))
+    pend = [
+        (Job("1", 0.0, 1, 60.0, partition="gpu", user="vip"), PendingState(priority=1000)),
+        (Job("2", 0.0, 1, 60.0, partition="gpu", qos="urgent"), PendingState(priority=1000)),
+        (Job("3", 0.0, 1, 60.0, partition="gpu"), PendingState(priority=0, held=True)),
+        (Job("4", 0.0, 1, 60.0, partition="gpu"), PendingState(priority=50000, admin_priority=True)),
+        (Job("5", 0.0, 1, 60.0, partition="gpu"), PendingState(priority=1000)),
+    ]
+    p = plan(snapshot(pend, FULL), make_policy("sjf"), cfg)
+    assert p.order == ("5",)
+    assert dict(p.skipped) == {"1": "exempt user vip", "2": "exempt QoS urgent", "3": "held",
+                               "4": "priority set by an admin"}
+
+
+def test_tiers_are_planned_separately() -> None:
+    pend = [
+        (Job("low", 0.0, 1, 60.0, partition="gpu"), PendingState(priority=1000)),
+        (Job("high", 0.0, 1, 9000.0, partition="hipri"), PendingState(priority=900)),
+    ]
+    p = plan(snapshot(pend, FULL), make_policy("sjf"))
+    assert p.order == ("high", "low")  # PriorityTier first, whatever SJF says
+    assert [e.site_factor for e in p.entries] == [0, 0]
+
+
+def test_starvation_guard_restores_multifactor_position() -> None:
+    cfg = PlannerConfig(starvation_seconds=3600.0)
+    mem = PlannerMemory()
+    pend = [
+        (Job("old-long", 0.0, 1, 90000.0, partition="gpu"), PendingState(priority=5000)),
+        (Job("short", 5.0, 1, 60.0, partition="gpu"), PendingState(priority=1000)),
+    ]
+    p1 = plan(snapshot(pend, FULL, clock=1000.0), make_policy("sjf"), cfg, mem)
+    assert p1.order == ("short", "old-long")
+    assert mem.demoted_since == {"old-long": 1000.0}
+    p2 = plan(snapshot(pend, FULL, clock=1000.0 + 3599.0), make_policy("sjf"), cfg, mem)
+    assert p2.order == ("short", "old-long")
+    p3 = plan(snapshot(pend, FULL, clock=1000.0 + 3600.0), make_policy("sjf"), cfg, mem)
+    assert p3.order == ("old-long", "short")
+    assert p3.entries[0].reason.startswith("starvation guard")
+
+
+def test_hints_only_where_the_placer_differs_from_slurm_default() -> None:
+    from rltune_daemon.placement.allocate import allocate
+    from rltune_daemon.placement.context import PlacementContext, PlacementResult
+
+    nodes = (node("p100-1", 4, 2), node("p100-2", 4, 0))
+    pend = [(Job("a", 0.0, 1, 60.0, partition="gpu"), PendingState(priority=1000)),
+            (Job("b", 0.0, 1, 60.0, partition="gpu"), PendingState(priority=900))]
+
+    def spread_first(ctx: PlacementContext, rows: np.ndarray) -> PlacementResult:
+        row = int(rows[0])
+        alloc = allocate(ctx.cluster, ctx.elig, ctx.shapes, row, 1, PlacementKind.SPREAD)
+        assert alloc is not None
+        return PlacementResult({row: alloc}, "test")
+
+    p = plan(snapshot(pend, nodes), make_policy("fcfs"), placer=spread_first)
+    a, b = p.entries
+    assert a.placement.kind is PlacementKind.SPREAD and a.placement.nodes == ("p100-2",)
+    assert "starts now on p100-2 (spread)" in a.reason
+    assert not b.placement.is_hint
+    # the default placer = Slurm's own choice: no hint at all
+    p = plan(snapshot(pend, nodes), make_policy("fcfs"))
+    assert not any(e.placement.is_hint for e in p.entries)
+    assert "starts now" in p.entries[0].reason
+
+
+def test_running_jobs_are_never_planned() -> None:
+    run = RunningJob(Job("r", 0.0, 4, 100.0, partition="gpu"), 0.0, 100.0, (NodeAlloc("p100-1", 4, 4, 4000),))
+    pend = [(Job("p", 0.0, 1, 60.0, partition="gpu"), PendingState(priority=10))]
+    p = plan(snapshot(pend, FULL, running=(run,)), make_policy("sjf"))
+    assert p.order == ("p",)
+
+
+def _captured_slurm_snapshot() -> Snapshot:
+    from rltune_daemon.slurm.assemble import build_snapshot
+    from rltune_daemon.slurm.parse import parse_sinfo_nodes, parse_sprio, parse_squeue_jobs, parse_squeue_tres
+
+    d = Path(__file__).resolve().parents[1] / "fixtures" / "slurm" / "captured"
+    jobs = parse_squeue_jobs((d / "squeue_jobs.txt").read_text())
+    tres = parse_squeue_tres((d / "squeue_tres.txt").read_text())
+    prio = parse_sprio((d / "sprio.txt").read_text())
+    nodes = parse_sinfo_nodes((d / "sinfo_nodes.txt").read_text())
+    by_job: dict[str, list] = {}  # type: ignore[type-arg]
+    for rec in prio.records:
+        by_job.setdefault(rec.job_id, []).append(rec)
+    snap, _ = build_snapshot(1.8e9, jobs.records, {t.job_id: t for t in tres.records}, by_job, nodes.records)
+    return snap
+
+
+def _sim_snapshot() -> Snapshot:
+    from rltune_daemon.sim import Simulator
+    from rltune_daemon.sim.modes import DaemonModeController
+    from rltune_daemon.traces import load_workload
+
+    w = load_workload("testbed")
+    w = Workload(w.name, w.cluster, w.jobs[:60], w.estimates)
+    captured: list[Snapshot] = []
+
+    class Spy(DaemonModeController):
+        def on_tick(self, sim: Simulator) -> None:
+            if not captured and len(sim.pending_rows()) >= 3:
+                captured.append(sim.snapshot())
+            super().on_tick(sim)
+
+    Simulator(w, Spy(make_policy("sjf"))).run()
+    return captured[0]
+
+
+def test_slurm_and_simulator_snapshots_go_through_identical_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str] = []
+    real = plan_module.plan_inputs
+
+    def spy(inp: plan_module.PlanInputs, *args: object, **kwargs: object) -> object:
+        seen.append(inp.snapshot.source or "slurm")
+        return real(inp, *args, **kwargs)  # type: ignore[arg-type]
+
+    slurm_snap, sim_snap = _captured_slurm_snapshot(), _sim_snapshot()
+    monkeypatch.setattr(plan_module, "plan_inputs", spy)
+    assert type(slurm_snap) is type(sim_snap) is Snapshot
+    for snap in (slurm_snap, sim_snap):
+        p = plan_module.plan(snap, make_policy("sjf"))
+        planned = set(p.order) | {jid for jid, _ in p.skipped}
+        assert planned == {j.id for j in snap.pending}
+    assert seen == ["slurm", "simulator"]
