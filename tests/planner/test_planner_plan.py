@@ -10,10 +10,8 @@ import numpy as np
 import pytest
 
 from rltune_daemon.domain import (
-    ClusterSpec,
     Job,
     NodeAlloc,
-    NodeSpec,
     NodeState,
     PartitionSpec,
     PendingState,
@@ -23,9 +21,9 @@ from rltune_daemon.domain import (
     Workload,
 )
 from rltune_daemon.planner import PlannerConfig, PlannerMemory, plan
+from rltune_daemon.policies import make_policy
 
 plan_module = importlib.import_module("rltune_daemon.planner.plan")  # the package re-exports plan()
-from rltune_daemon.policies import make_policy
 
 PARTS = (PartitionSpec("gpu"), PartitionSpec("hipri", priority_tier=2))
 
