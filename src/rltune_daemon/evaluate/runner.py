@@ -54,9 +54,12 @@ ControllerFactory = Callable[[str, Workload, Workload, str], Controller]
 def make_controller(spec: str, train: Workload, window: Workload, mode: str) -> Controller:
     """A controller for a policy spec: a baseline name, or ``rltune:<model dir>`` (learned)."""
     if spec.startswith("rltune:"):
-        from rltune_daemon.errors import UserError
+        from rltune_daemon.policies.learned import load_learned
+        from rltune_daemon.sim.modes import planner_controller
 
-        raise UserError("learned policies (rltune:<model dir>) need the planner, which is not built yet")
+        learned = load_learned(spec.split(":", 1)[1])
+        placement = bool(learned.manifest.get("placement", True))
+        return planner_controller(learned, mode, placement=placement)
     from rltune_daemon.policies import make_policy
 
     policy = make_policy(spec)

@@ -123,3 +123,30 @@ class EventModeController(Controller):
 
     def on_finish(self, sim: Simulator, row: int, runtime: float) -> None:
         self.policy.observe_finish(sim.table, row, runtime)
+
+
+def default_placer() -> Placer:
+    """The MILP placer when the placement module provides it, else Slurm's greedy default."""
+    try:
+        from rltune_daemon.placement.milp import make_milp_placer
+    except ModuleNotFoundError:
+        return greedy_placer
+    return make_milp_placer()
+
+
+def planner_controller(policy: Policy, mode: str, placement: bool = True, placer: Placer | None = None,
+                       config: PlannerConfig | None = None) -> Controller:
+    """A controller running ``policy`` in ``daemon`` or ``event`` mode; ``placement`` False keeps
+    Slurm's own placement (no hints), as in training and in the paper's naive ablation."""
+    cfg = config or PlannerConfig(placement=placement)
+    if not placement:
+        cfg = PlannerConfig(**{**cfg.__dict__, "placement": False})
+    if mode == "daemon":
+        return DaemonModeController(policy, cfg, placer or (default_placer() if placement else greedy_placer))
+    if mode == "event":
+        if not placement:
+            from rltune_daemon.sim.controller import PolicyController
+
+            return PolicyController(policy)
+        return EventModeController(policy, placer or default_placer(), cfg.top_k, cfg)
+    raise ValueError(f"mode must be 'daemon' or 'event', got {mode!r}")

@@ -1,0 +1,123 @@
+"""The learned policy: a TorchScript actor plus its manifest, scoring jobs from the feature schema.
+
+``load_learned(path)`` refuses a missing, corrupt or mismatched model with a one-line ``UserError``
+(callers fall back to their base policy). Queues are ranked in chunks of ``MAX_QUEUE`` jobs by age, as
+the paper bounds its queue to 256: the oldest 256 are ranked by the actor, then the next 256, and so
+on, so a huge backlog can never bury old jobs under a stream of new favourites.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rltune_daemon.domain.arrays import F64
+from rltune_daemon.errors import UserError
+from rltune_daemon.policies.base import Policy, QueueView
+
+MAX_QUEUE = 256
+MODEL_FILE = "actor.pt"
+MANIFEST_FILE = "manifest.json"
+
+
+def feature_matrix(view: QueueView, mode: str) -> np.ndarray[Any, np.dtype[np.float32]]:
+    """Actor inputs for ``mode``: ``sampled`` (paper: engineered features, heuristic sampling to 8)
+    or ``naive`` (the raw visible job features only; the paper's naive-RLTune ablation)."""
+    from rltune_daemon import features
+
+    if mode == "sampled":
+        return features.actor_features(view)
+    if mode == "naive":
+        return features.naive_features(view)
+    raise UserError(f"unknown feature mode {mode!r}: expected 'sampled' or 'naive'")
+
+
+def chunk_rank(view: QueueView) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """Chunk number of each pending job: 0 for the oldest MAX_QUEUE, 1 for the next, ..."""
+    order = np.lexsort((view.idx, view.table.submit[view.idx]))
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order)) // MAX_QUEUE
+    return rank
+
+
+@dataclass
+class LearnedPolicy(Policy):
+    """Scores = -(actor output), chunked by age; deterministic."""
+
+    actor: Any  # torch.jit.ScriptModule
+    manifest: dict[str, Any]
+    path: str = ""
+
+    name = "rltune"
+
+    @property
+    def feature_mode(self) -> str:
+        return str(self.manifest.get("features", "sampled"))
+
+    def describe(self) -> str:
+        return f"rltune:{self.path}"
+
+    def raw_scores(self, view: QueueView) -> F64:
+        import torch
+
+        x = torch.from_numpy(feature_matrix(view, self.feature_mode))
+        with torch.no_grad():
+            out = self.actor(x)
+        return np.asarray(out.numpy(), dtype=np.float64)
+
+    def scores(self, view: QueueView) -> F64:
+        if not len(view.idx):
+            return np.zeros(0)
+        s = self.raw_scores(view)
+        # Keep chunks apart whatever the actor says: squash scores into (-1, 1) and offset by chunk.
+        return chunk_rank(view) * 4.0 - np.tanh(s / 8.0)
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    mf = path / MANIFEST_FILE
+    if not path.is_dir():
+        raise UserError(f"model directory {path} does not exist (train one with 'rltune train' or use a "
+                        "heuristic base policy)")
+    if not mf.is_file():
+        raise UserError(f"model {path}: {MANIFEST_FILE} is missing")
+    try:
+        data: dict[str, Any] = json.loads(mf.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"model {path}: {MANIFEST_FILE} is not valid JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise UserError(f"model {path}: {MANIFEST_FILE} must hold a JSON object")
+    return data
+
+
+def load_learned(path: str | Path) -> LearnedPolicy:
+    """Load and check a model directory; any problem is one ``UserError`` line."""
+    import torch
+
+    from rltune_daemon import features
+
+    p = Path(path)
+    manifest = read_manifest(p)
+    want = manifest.get("schema_hash")
+    mode = str(manifest.get("features", "sampled"))
+    have = features.SCHEMA_HASH if mode == "sampled" else features.NAIVE_SCHEMA_HASH
+    if want != have:
+        raise UserError(f"model {p}: feature schema {want!r} does not match this version's {have!r}; "
+                        "retrain the model with this version")
+    model = p / MODEL_FILE
+    if not model.is_file():
+        raise UserError(f"model {p}: {MODEL_FILE} is missing")
+    try:
+        actor = torch.jit.load(str(model), map_location="cpu")
+        actor.eval()
+        dim = features.ACTOR_DIM if mode == "sampled" else features.NAIVE_DIM
+        probe = actor(torch.zeros(2, dim))
+        if tuple(probe.shape) != (2,) or not bool(torch.isfinite(probe).all()):
+            raise ValueError(f"scores of shape {tuple(probe.shape)}")
+    except Exception as exc:  # torch raises many types for a bad archive
+        raise UserError(f"model {p}: {MODEL_FILE} is not a usable TorchScript actor "
+                        f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from exc
+    return LearnedPolicy(actor, manifest, str(p))

@@ -1,0 +1,1 @@
+"""Learning: actor/critic networks, rollouts in the simulator, PPO, and TorchScript export."""

@@ -1,0 +1,102 @@
+"""Export a trained actor: TorchScript ``actor.pt`` + ``manifest.json``, the training curve, and the
+held-out evaluation recorded in the manifest (never used to pick the model: that is the validation
+split's job)."""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from rltune_daemon.policies.learned import MANIFEST_FILE, MODEL_FILE
+from rltune_daemon.train.network import Actor
+
+HELDOUT_KEYS = ("bsld", "wait_mean", "jct_mean", "utilization")
+
+if TYPE_CHECKING:
+    from rltune_daemon.train.ppo import TrainArgs
+
+
+def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[str, Any]],
+                 best: dict[str, Any]) -> dict[str, Any]:
+    from rltune_daemon import features
+    from rltune_daemon.evaluate.runner import EvalConfig, evaluate
+
+    out = args.out
+    actor.eval()
+    scripted = torch.jit.script(actor)
+    torch.jit.save(scripted, str(out / MODEL_FILE))
+    sampled = args.features == "sampled"
+    manifest: dict[str, Any] = {
+        "format": 1,
+        "trace": args.trace,
+        "trace_options": args.opts,
+        "estimates": args.estimates,
+        "base_policy": args.base,
+        "mode": args.mode,
+        "features": args.features,
+        "placement": sampled,  # the naive ablation also runs without the MILP
+        "schema_hash": features.SCHEMA_HASH if sampled else features.NAIVE_SCHEMA_HASH,
+        "schema": features.schema() if sampled else features.naive_schema(),
+        "input_dim": features.ACTOR_DIM if sampled else features.NAIVE_DIM,
+        "seed": args.seed,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "training_minutes": round(minutes, 2),
+        "iterations": len(rows),
+        "best_iteration": best.get("iteration"),
+        "validation_reward": None if best.get("val_reward", -math.inf) == -math.inf else best["val_reward"],
+        "reward_metric": args.metric,
+        "episode_jobs": args.episode_jobs,
+        "hyperparameters": {k: v for k, v in vars(args).items() if k not in {"out", "trace", "opts"}
+                            and not isinstance(v, Path)},
+    }
+    (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
+    if args.heldout_windows > 0:
+        spec = f"rltune:{out}"
+        cfg = EvalConfig(trace=args.trace, policies=(args.base, spec), windows=args.heldout_windows,
+                         seed=args.seed, estimates=args.estimates, mode=args.mode, opts=args.opts,
+                         jobs=args.workers)
+        res = evaluate(cfg, progress=args.progress)
+        manifest["heldout"] = {
+            "windows": args.heldout_windows, "window_size": cfg.window_size,
+            "model": {k: res["policies"][spec][k] for k in HELDOUT_KEYS},
+            "base": {k: res["policies"][args.base][k] for k in HELDOUT_KEYS},
+        }
+        (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
+    return manifest
+
+
+def plot_curve(rows: list[dict[str, Any]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not rows:
+        return
+    it = [r["iteration"] for r in rows]
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+    ax1.plot(it, [r["reward"] for r in rows], label="training reward (sampled)", alpha=0.6)
+    val = [(r["iteration"], r["val_reward"]) for r in rows if not math.isnan(r["val_reward"])]
+    if val:
+        ax1.plot(*zip(*val, strict=True), marker="o", label="validation reward (deterministic)")
+    ax1.axhline(0.0, color="grey", lw=0.8)
+    ax1.set_ylabel("normalised gap to base\n(> 0: better than base)")
+    ax1.legend(fontsize=8)
+    ax1.grid(alpha=0.3)
+    ax1.set_title(title)
+    ax2.plot(it, [r["rl_bsld"] for r in rows], label="RLTune BSLD")
+    ax2.plot(it, [r["base_bsld"] for r in rows], label="base BSLD", alpha=0.7)
+    ax2.set_yscale("log")
+    ax2.set_xlabel("iteration")
+    ax2.set_ylabel("mean BSLD per batch")
+    ax2.legend(fontsize=8)
+    ax2.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,297 @@
+"""PPO for the RLTune actor, in one readable file (CleanRL's habit: typed arguments, seeding, one loop).
+
+An *episode* is a batch of ``episode_jobs`` consecutive jobs (paper: 256) drawn from the training
+split (the first 90 % of the trace), simulated from an idle cluster twice: once under the base policy
+and once under the stochastic actor, in the mode the model will be deployed in (``daemon``: plans every
+60 s, applied as SiteFactors on top of multifactor; ``event``: ranks at every scheduling pass). The
+reward, given at the end of the episode as in the paper, is the normalised gap to the base policy:
+``(base - rl) / base`` for the chosen metric(s), so it measures improvement, not how easy the batch was.
+Every decision of the episode shares that return; the critic's value is the baseline (advantage =
+return - value). Rollouts run in parallel over processes; updates run in the main process.
+
+Placement during training is Slurm's default (greedy): the actor learns the order; the MILP is added at
+evaluation and in the daemon, as in the paper where the solver acts on the actor's top-K.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from rltune_daemon.domain.workload import Workload
+from rltune_daemon.errors import UserError
+from rltune_daemon.train.network import Actor, Critic, first_pick_entropy, plackett_luce_logp
+from rltune_daemon.train.sampling import SamplingPolicy, Step
+
+
+@dataclass
+class TrainArgs:
+    trace: str
+    out: Path
+    base: str = "sjf"
+    minutes: float = 30.0
+    seed: int = 0
+    mode: str = "daemon"  # daemon | event
+    features: str = "sampled"  # sampled | naive
+    metric: str = "bsld+wait"  # bsld | wait | bsld+wait
+    estimates: str | None = "user"
+    opts: dict[str, str] = field(default_factory=dict)
+    episode_jobs: int = 256
+    episodes_per_iter: int = 16
+    workers: int = 0  # 0 = all cores
+    lr: float = 1e-3
+    clip: float = 0.2
+    update_epochs: int = 4
+    minibatch: int = 256
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    top_m: int = 16
+    hidden: int = 64
+    validate_every: int = 5
+    validation_episodes: int = 8
+    max_iterations: int = 0  # 0 = until the time budget is spent
+    heldout_windows: int = 10
+    progress: bool = True
+
+
+# ----------------------------------------------------------------------------- episodes (workers)
+_W: dict[str, Any] = {}
+
+
+def _worker_init(args: TrainArgs) -> None:
+    from rltune_daemon.traces import load_workload, split_by_time
+
+    torch.set_num_threads(1)
+    workload = load_workload(args.trace, estimates=args.estimates, seed=args.seed, **args.opts)
+    train, _ = split_by_time(workload)
+    if len(train.jobs) < args.episode_jobs + 1:
+        raise UserError(f"trace {args.trace}: training split has {len(train.jobs)} jobs, fewer than one "
+                        f"episode of {args.episode_jobs}")
+    _W.update(args=args, train=train, base_cache={})
+
+
+def episode_workload(train: Workload, start: int, size: int) -> Workload:
+    return train.with_jobs(train.jobs[start : start + size], episode_start=start)
+
+
+def metric_value(metrics: dict[str, Any], metric: str) -> float:
+    return float(np.mean([metrics[m if m != "wait" else "wait_mean"] for m in metric.split("+")]))
+
+
+def reward(base: dict[str, Any], rl: dict[str, Any], metric: str) -> float:
+    """Mean over the metrics of ``(base - rl) / base`` (improvement fraction; 0 when both are 0)."""
+    parts = []
+    for m in metric.split("+"):
+        key = "wait_mean" if m == "wait" else m
+        b, r = float(base[key]), float(rl[key])
+        floor = 1.0 if key == "bsld" else 60.0  # BSLD >= 1; a minute of mean wait is "no queue"
+        parts.append((b - r) / max(b, floor))
+    return float(np.clip(np.mean(parts), -1.0, 1.0))
+
+
+def _base_metrics(start: int) -> dict[str, Any]:
+    from rltune_daemon.policies import make_policy
+    from rltune_daemon.sim import simulate
+
+    cache: dict[int, dict[str, Any]] = _W["base_cache"]
+    if start not in cache:
+        args: TrainArgs = _W["args"]
+        cache[start] = simulate(episode_workload(_W["train"], start, args.episode_jobs),
+                                make_policy(args.base)).metrics
+    return cache[start]
+
+
+def _episode(actor: Actor, critic: Critic, start: int, seed: int, deterministic: bool) -> dict[str, Any]:
+    from rltune_daemon.sim import Simulator
+    from rltune_daemon.sim.modes import planner_controller
+
+    args: TrainArgs = _W["args"]
+    policy = SamplingPolicy(actor, critic, args.features, np.random.default_rng(seed), args.top_m,
+                            deterministic)
+    ctl = planner_controller(policy, args.mode, placement=False)
+    res = Simulator(episode_workload(_W["train"], start, args.episode_jobs), ctl).run()
+    base = _base_metrics(start)
+    return {"steps": policy.steps, "reward": reward(base, res.metrics, args.metric), "start": start,
+            "rl": {k: res.metrics[k] for k in ("bsld", "wait_mean")},
+            "base": {k: base[k] for k in ("bsld", "wait_mean")}}
+
+
+def _rollouts(payload: tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], list[tuple[int, int]], bool]
+              ) -> list[dict[str, Any]]:
+    actor_state, critic_state, jobs, deterministic = payload
+    args: TrainArgs = _W["args"]
+    dim = _input_dim(args.features)
+    actor, critic = Actor(dim, args.hidden), Critic(5, args.hidden)
+    actor.load_state_dict(actor_state)
+    critic.load_state_dict(critic_state)
+    return [_episode(actor, critic, start, seed, deterministic) for start, seed in jobs]
+
+
+def _input_dim(mode: str) -> int:
+    from rltune_daemon import features
+
+    return int(features.ACTOR_DIM if mode == "sampled" else features.NAIVE_DIM)
+
+
+# ----------------------------------------------------------------------------- PPO update
+def _pad(steps: Sequence[Step], top_m: int) -> tuple[torch.Tensor, ...]:
+    n = max(len(s.actor_x) for s in steps)
+    b = len(steps)
+    dim, cdim = steps[0].actor_x.shape[1], steps[0].critic_x.shape[1]
+    x = np.zeros((b, n, dim), dtype=np.float32)
+    c = np.zeros((b, n, cdim), dtype=np.float32)
+    mask = np.zeros((b, n), dtype=np.bool_)
+    picks = np.full((b, top_m), -1, dtype=np.int64)
+    for i, s in enumerate(steps):
+        k = len(s.actor_x)
+        x[i, :k], c[i, :k], mask[i, :k] = s.actor_x, s.critic_x, True
+        picks[i, : len(s.picks)] = s.picks
+    return torch.from_numpy(x), torch.from_numpy(c), torch.from_numpy(mask), torch.from_numpy(picks)
+
+
+def ppo_update(actor: Actor, critic: Critic, opt: torch.optim.Optimizer, steps: list[Step],
+               returns: np.ndarray[Any, np.dtype[np.float64]], args: TrainArgs, rng: np.random.Generator
+               ) -> dict[str, float]:
+    old_logp = torch.tensor([s.logp for s in steps], dtype=torch.float32)
+    values = torch.tensor([s.value for s in steps], dtype=torch.float32)
+    ret = torch.tensor(returns, dtype=torch.float32)
+    adv = ret - values
+    adv = (adv - adv.mean()) / (adv.std() + 1e-8) if len(adv) > 1 else adv
+    stats: dict[str, list[float]] = {"policy_loss": [], "value_loss": [], "entropy": [], "approx_kl": [],
+                                     "clipfrac": []}
+    for _ in range(args.update_epochs):
+        order = rng.permutation(len(steps))
+        for lo in range(0, len(order), args.minibatch):
+            mb = order[lo : lo + args.minibatch]
+            x, c, mask, picks = _pad([steps[i] for i in mb], args.top_m)
+            scores = actor(x)
+            logp = plackett_luce_logp(scores, mask, picks)
+            ratio = torch.exp(logp - old_logp[mb])
+            a = adv[mb]
+            pg = torch.max(-a * ratio, -a * torch.clamp(ratio, 1 - args.clip, 1 + args.clip)).mean()
+            v = critic(c, mask)
+            vloss = 0.5 * ((v - ret[mb]) ** 2).mean()
+            ent = first_pick_entropy(scores, mask).mean()
+            loss = pg - args.ent_coef * ent + args.vf_coef * vloss
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_([*actor.parameters(), *critic.parameters()], args.max_grad_norm)
+            opt.step()
+            with torch.no_grad():
+                log_ratio = logp - old_logp[mb]
+                stats["approx_kl"].append(float(((ratio - 1) - log_ratio).mean()))
+                stats["clipfrac"].append(float(((ratio - 1).abs() > args.clip).float().mean()))
+            stats["policy_loss"].append(float(pg))
+            stats["value_loss"].append(float(vloss))
+            stats["entropy"].append(float(ent))
+    return {k: float(np.mean(v)) if v else math.nan for k, v in stats.items()}
+
+
+# ----------------------------------------------------------------------------- the loop
+def train(args: TrainArgs) -> dict[str, Any]:
+    """Train until ``args.minutes`` (or ``max_iterations``) and export the best validated actor."""
+    from rltune_daemon.train.export import export_model, plot_curve
+
+    t_start = time.perf_counter()
+    rng = np.random.default_rng(args.seed)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    _worker_init(args)  # also validates the trace in the main process
+    train_wl: Workload = _W["train"]
+    n_starts = len(train_wl.jobs) - args.episode_jobs
+    dim = _input_dim(args.features)
+    actor, critic = Actor(dim, args.hidden), Critic(5, args.hidden)
+    opt = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=args.lr)
+    val_rng = np.random.default_rng(args.seed + 7919)
+    val_jobs = [(int(s), 0) for s in val_rng.integers(0, n_starts, args.validation_episodes)]
+    workers = args.workers or os.cpu_count() or 1
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "checkpoints").mkdir(exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    best: dict[str, Any] = {"val_reward": -math.inf}
+    budget = args.minutes * 60.0
+    pool = None
+    if workers > 1:
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(args,))
+    bar = tqdm(total=int(budget), unit="s", desc=f"train {args.trace}", disable=not args.progress)
+
+    def run(jobs: list[tuple[int, int]], deterministic: bool) -> list[dict[str, Any]]:
+        payload_a = {k: v.detach().clone() for k, v in actor.state_dict().items()}
+        payload_c = {k: v.detach().clone() for k, v in critic.state_dict().items()}
+        if pool is None:
+            return _rollouts((payload_a, payload_c, jobs, deterministic))
+        parts = [jobs[i::workers] for i in range(workers)]
+        futures = [pool.submit(_rollouts, (payload_a, payload_c, p, deterministic)) for p in parts if p]
+        return [ep for f in futures for ep in f.result()]
+
+    try:
+        it = 0
+        while True:
+            elapsed = time.perf_counter() - t_start
+            done = it >= args.max_iterations if args.max_iterations else elapsed >= budget
+            if done:
+                break
+            it += 1
+            starts = rng.integers(0, n_starts, args.episodes_per_iter)
+            jobs = [(int(s), int(rng.integers(2**31))) for s in starts]
+            episodes = run(jobs, deterministic=False)
+            steps = [st for ep in episodes for st in ep["steps"]]
+            returns = np.array([ep["reward"] for ep in episodes for _ in ep["steps"]], dtype=np.float64)
+            stats = ppo_update(actor, critic, opt, steps, returns, args, rng) if steps else {}
+            row: dict[str, Any] = {
+                "iteration": it, "minutes": (time.perf_counter() - t_start) / 60.0, "steps": len(steps),
+                "reward": float(np.mean([ep["reward"] for ep in episodes])),
+                "rl_bsld": float(np.mean([ep["rl"]["bsld"] for ep in episodes])),
+                "base_bsld": float(np.mean([ep["base"]["bsld"] for ep in episodes])),
+                "rl_wait": float(np.mean([ep["rl"]["wait_mean"] for ep in episodes])),
+                "base_wait": float(np.mean([ep["base"]["wait_mean"] for ep in episodes])),
+                **stats, "val_reward": math.nan,
+            }
+            if it % args.validate_every == 0 or it == 1:
+                val = run(val_jobs, deterministic=True)
+                row["val_reward"] = float(np.mean([ep["reward"] for ep in val]))
+                if row["val_reward"] > best["val_reward"]:
+                    best = {"val_reward": row["val_reward"], "iteration": it,
+                            "actor": {k: v.detach().clone() for k, v in actor.state_dict().items()}}
+                torch.save({"actor": actor.state_dict(), "critic": critic.state_dict(),
+                            "optimizer": opt.state_dict(), "iteration": it, "args": asdict(args)},
+                           args.out / "checkpoints" / "last.pt")
+            rows.append(row)
+            bar.set_postfix(it=it, reward=f"{row['reward']:+.3f}", val=f"{best['val_reward']:+.3f}")
+            bar.n = min(int(time.perf_counter() - t_start), int(budget))
+            bar.refresh()
+    finally:
+        bar.close()
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    if "actor" in best:
+        actor.load_state_dict(best["actor"])
+    train_minutes = (time.perf_counter() - t_start) / 60.0
+    _write_csv(args.out / "training.csv", rows)
+    title = f"{args.trace}: RLTune vs {args.base} ({args.mode} mode)"
+    plot_curve(rows, args.out / "training_curve.png", title)
+    summary = export_model(actor, args, train_minutes, rows, best)
+    return summary
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]))
+    w.writeheader()
+    w.writerows(rows)
+    path.write_text(buf.getvalue())

@@ -1,0 +1,76 @@
+"""The stochastic actor used in rollouts, as a ``Policy`` so it plugs into both simulator modes.
+
+At each decision it scores the oldest ``MAX_QUEUE`` pending jobs with the actor, draws a Plackett-Luce
+ranking by sorting Gumbel-perturbed scores (an exact sample), and records the first ``top_m`` picks,
+their log-probability and the critic's value. The picks decide which jobs start next; ranks below
+``top_m`` rarely matter before the next decision, so leaving them out of the action keeps the policy
+gradient's variance down. Jobs beyond the first chunk keep the deterministic chunked order that
+``LearnedPolicy`` uses at inference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from rltune_daemon.domain.arrays import F64
+from rltune_daemon.policies.base import Policy, QueueView
+from rltune_daemon.policies.learned import chunk_rank, feature_matrix
+from rltune_daemon.train.network import Actor, Critic, plackett_luce_logp
+
+F32 = np.ndarray[Any, np.dtype[np.float32]]
+
+
+@dataclass
+class Step:
+    """One recorded decision: inputs of the first chunk, the picks (indices into it) and PPO stats."""
+
+    actor_x: F32
+    critic_x: F32
+    picks: np.ndarray[Any, np.dtype[np.int64]]
+    logp: float
+    value: float
+
+
+class SamplingPolicy(Policy):
+    name = "rltune-sampling"
+
+    def __init__(self, actor: Actor, critic: Critic, mode: str, rng: np.random.Generator, top_m: int = 16,
+                 deterministic: bool = False) -> None:
+        self.actor = actor
+        self.critic = critic
+        self.mode = mode
+        self.rng = rng
+        self.top_m = top_m
+        self.deterministic = deterministic
+        self.steps: list[Step] = []
+
+    def scores(self, view: QueueView) -> F64:
+        from rltune_daemon import features
+
+        n = len(view.idx)
+        if not n:
+            return np.zeros(0)
+        chunk = chunk_rank(view)
+        x_all = feature_matrix(view, self.mode)
+        with torch.no_grad():
+            s_all: F64 = self.actor(torch.from_numpy(x_all)).numpy().astype(np.float64)
+        out: F64 = (chunk * 4.0 - np.tanh(s_all / 8.0)).astype(np.float64)
+        cand = np.flatnonzero(chunk == 0)
+        if len(cand) < 2 or self.deterministic:
+            return out
+        s = s_all[cand]
+        perm = np.argsort(-(s + self.rng.gumbel(size=len(s))), kind="stable")
+        out[cand[perm]] = -1.0 + np.arange(len(perm)) / len(perm)  # sampled order inside (-1, 0]
+        picks = perm[: self.top_m].astype(np.int64)
+        crit = features.critic_features(view)[cand]
+        st = torch.from_numpy(s.astype(np.float32)).unsqueeze(0)
+        mask = torch.ones_like(st, dtype=torch.bool)
+        with torch.no_grad():
+            logp = float(plackett_luce_logp(st, mask, torch.from_numpy(picks).unsqueeze(0))[0])
+            value = float(self.critic(torch.from_numpy(crit).unsqueeze(0), mask)[0])
+        self.steps.append(Step(x_all[cand], crit, picks, logp, value))
+        return out
