@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     results = evaluate(cfg, progress=sys.stderr.isatty())
     print(markdown_table(results, baseline="fcfs" if "fcfs" in policies else policies[0]))
     if args.out is not None:
-        command = "rltune " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        command = "rltune " + " ".join(shlex.quote(a) for a in args.argv)
         for path in write_results(results, args.out, command):
             print(f"wrote {path}")
     return 0

@@ -38,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    args.argv = argv  # commands record how they were called next to their results
     func = cast(Callable[[argparse.Namespace], int], args.func)
     return run_guarded(lambda: func(args))
 
