@@ -28,8 +28,8 @@ def test_window_starts_seeded_and_bounded() -> None:
 def test_evaluate_writes_results_that_match_direct_simulation(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "ev"
-    rc = main(["evaluate", "--trace", "testbed", "--opt", "jobs=2000", "--windows", "2", "--window-size", "100",
-               "--policies", "fcfs,sjf,qssf", "--jobs", "1", "--out", str(out)])
+    rc = main(["evaluate", "--trace", "testbed", "--opt", "jobs=2000", "--windows", "2",
+               "--window-size", "100", "--policies", "fcfs,sjf,qssf", "--jobs", "1", "--out", str(out)])
     assert rc == 0
     res = json.loads((out / "results.json").read_text())
     for name in ("fcfs", "sjf", "qssf"):
