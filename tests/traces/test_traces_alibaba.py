@@ -18,8 +18,12 @@ from rltune_daemon.traces import load_workload
 def test_cluster_slice(alibaba: Workload) -> None:
     spec = alibaba.cluster
     by_type = Counter(n.gpu_type for n in spec.nodes)
-    # machine counts / 20, rounded: P100 798, T4 497, MISC 280, V100M32 135, V100 59 + 45
-    assert by_type == {"p100": 40, "t4": 25, "misc": 14, "v100m32": 7, "v100": 5}
+    # GPU machines: P100 798, T4 497, MISC 280, V100M32 135, V100 59 + 45; / 80, rounded
+    assert gen.DEFAULT_SLICE == 1 / 80
+    assert by_type == {"p100": 10, "t4": 6, "misc": 4, "v100m32": 2, "v100": 1}
+    assert len(spec.nodes) == 23 and spec.total_gpus == 88
+    twentieth = Counter(n.gpu_type for n in gen.cluster(fraction=1 / 20).nodes)
+    assert twentieth == {"p100": 40, "t4": 25, "misc": 14, "v100m32": 7, "v100": 5}
     assert {(n.gpu_type, n.gpus) for n in spec.nodes} == {
         ("p100", 2),
         ("t4", 2),
@@ -51,6 +55,14 @@ def test_sizes_and_constraints(alibaba: Workload) -> None:
     for t, p in gen.CONSTRAINTS:
         assert 100 * types[t] / n == pytest.approx(100 * p, abs=1.5)
     assert alibaba.meta["dropped"] == {}
+    # at 1/80 the pinned pools are small (v100|v100m32: 24 GPUs, v100m32: 16, t4: 12): big pinned
+    # jobs are capped to their pool, counted, and every job fits its pool
+    nodes = alibaba.cluster.nodes
+    pool = {t: sum(nd.gpus for nd in nodes if not t or nd.gpu_type in t) for t, _ in gen.CONSTRAINTS}
+    assert pool == {(): 88, ("v100", "v100m32"): 24, ("v100m32",): 16, ("t4",): 12}
+    assert all(j.gpus <= pool[j.gpu_types] for j in alibaba.jobs)
+    odd = sum(1 for j in alibaba.jobs if j.gpus not in gen.GPU_VALUES)  # 24 or 12: capped for sure
+    assert alibaba.meta["gpus_capped_to_pool"] >= odd > 0
 
 
 def test_arrival_rate(alibaba: Workload) -> None:
@@ -64,9 +76,9 @@ def test_arrival_rate(alibaba: Workload) -> None:
 
 def test_users(alibaba: Workload) -> None:
     users = Counter(j.user for j in alibaba.jobs)
-    assert len(users) == round(gen.TABLE4_USERS / 20)
+    assert len(users) == round(gen.TABLE4_USERS / 80) == 16
     top = users.most_common(1)[0][1] / len(alibaba.jobs)
-    assert top > 0.1  # Zipf: the heaviest user submits far more than 1/62 of the jobs
+    assert top > 3 / 16  # Zipf (1/H_16 = 0.30): the heaviest user submits far more than 1/16 of the jobs
     assert not math.isnan(top)
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 
 from rltune_daemon.domain.workload import Workload
-from rltune_daemon.traces import clusterfile
+from rltune_daemon.traces import clusterfile, load_workload, split_by_time
 
 
 def test_cluster_is_the_local_slurm_testbed(testbed: Workload, fixtures: Path) -> None:
@@ -48,3 +49,20 @@ def test_offered_load_gives_queueing(testbed: Workload) -> None:
     runtime = np.array([j.runtime for j in testbed.jobs])
     load = (gpus * runtime).sum() / (13 * testbed.jobs[-1].submit)
     assert load == pytest.approx(0.9, abs=0.1)
+
+
+def test_evaluation_size_is_fast_and_holds_windows() -> None:
+    """Evaluation loads ``jobs=20480`` so that the held-out 10 % holds 1024-job windows (paper §5.6
+    size); same mix and load, ids stay unique and sort in submit order."""
+    start = time.perf_counter()
+    w = load_workload("testbed", jobs=20480)
+    assert time.perf_counter() - start < 2.0  # ~0.1 s
+    assert len(w.jobs) == 20480 and len({j.id for j in w.jobs}) == 20480
+    ids = [j.id for j in w.jobs]
+    assert ids[0] == "tb-00001" and ids == sorted(ids)  # fixed width: string order = submit order
+    _, held_out = split_by_time(w)
+    assert len(held_out.jobs) == 2048
+    gpus = np.array([j.gpus for j in w.jobs])
+    runtime = np.array([j.runtime for j in w.jobs])
+    assert (gpus * runtime).sum() / (13 * w.jobs[-1].submit) == pytest.approx(0.9, abs=0.03)
+    assert load_workload("testbed").jobs[0].id == "tb-0001"

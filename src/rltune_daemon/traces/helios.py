@@ -11,16 +11,21 @@ The job-level Helios log could not be obtained (see data/helios/NOTICE.md), so j
   (fitted so that the share of GPU *time* per request size matches the published GPU-time CDF; big
   jobs run longer) without changing either marginal.
 * Arrivals: a non-homogeneous Poisson process whose hourly intensity follows the published mean
-  submissions per hour of day. Its mean rate is set so that each VC sees offered load ``load``
-  (GPU-seconds demanded / GPU-seconds available): a job goes to VC v with probability proportional
-  to ``C_v / m_v`` (C_v its GPUs, m_v the mean GPU-seconds of a job capped to it), i.e. to the VC
-  size corrected for capping. The heaviest 2 % of jobs (~80 % of all GPU time; a few multi-week
-  64-GPU jobs) are then re-placed greedily so that each VC's *realised* load is close to ``load``,
-  not just its expectation; the mean rate is ``load * sum(C_v) / mean(capped GPU-seconds per job)``.
-* VC fit (option ``vc_fit``): ``whole`` (default) caps a job to its VC's GPUs; ``half`` sends a job
-  only to VCs at least twice its size and caps it at half the largest VC. With ``whole``, jobs as
-  large as a whole VC make the VC drain before they start, which dominates FCFS waiting; ``half``
-  models tenants whose VC is sized for their largest jobs.
+  submissions per hour of day, at mean rate ``load * sum(C_v) / mean(capped GPU-seconds per job)``
+  (C_v a VC's GPUs), so that the cluster sees offered load ``load`` (GPU-seconds demanded /
+  GPU-seconds available).
+* VC fit (option ``vc_fit``): ``half`` (default) sends a job only to VCs at least twice its size (the
+  largest VC for jobs bigger than half of every VC, capped at half of it: 64 GPUs); ``whole`` sends
+  it anywhere and caps it to its VC's GPUs. With ``whole``, jobs as large as a whole VC make the VC
+  drain before they start, which dominates FCFS waiting; ``half`` models tenants whose VC is sized
+  for their largest jobs.
+* VC per job, so that *each* VC's realised load is close to ``load`` (``assign_vcs``): the heaviest
+  2 % of jobs (~80 % of all GPU time; a few multi-week 64-GPU jobs) and the jobs that fit a single VC
+  are placed greedily on the eligible VC whose load relative to its size stays lowest; the others
+  draw their VC with probability proportional to the GPU-seconds it still lacks (plain ``C_v``
+  corrected for capping when no job is bound to one VC). With ``half`` the jobs over 48 GPUs fit only
+  vc1 and may carry more than its share of the GPU time: then the biggest of them go to vc2, capped
+  at 48 GPUs (``vc_overflow``: 0 or 1 job of 20,000 at seeds 0-19).
 * Users: ``users`` in all, spread over VCs by size (at least 2 each); within a VC, job ownership
   follows a Zipf law (P(k-th user) ~ 1/k): a few heavy users dominate, as in every cluster log.
 
@@ -107,6 +112,7 @@ def _place_fixed(vc: I64, work: F64, caps: I64, limit: I64, eligible: B, fixed: 
     rest = np.ones(len(vc), dtype=np.bool_)
     rest[fixed] = False
     assigned = np.array([float(work[rest & (vc == v), v].sum()) for v in range(len(caps))])
+
     def key(j: int) -> tuple[int, float]:
         k, size = int(eligible[j].sum()), float(work[j].max())
         return (k, size if k == 1 else -size)

@@ -22,13 +22,13 @@ Loader = Callable[[LoadContext], Workload]
 
 _NAMED: dict[str, tuple[Loader, float, str]] = {
     # name: (loader, default site maximum time limit for the user estimate model (s), one-line summary)
-    "philly": (philly.load, 7 * 86400.0, "Microsoft Philly 2017, 82,247 real jobs on 44 x 8 P100"),
+    "philly": (philly.load, 7 * 86400.0, "Microsoft Philly 2017, 82,247 real jobs on 23 x 8 P100"),
     "helios": (
         helios.load,
         7 * 86400.0,
         "SenseTime Helios (Venus) statistics, generated; 5 VCs of 8 V100 nodes",
     ),
-    "alibaba": (alibaba.load, 7 * 86400.0, "Alibaba PAI 2020 machines (1/20 slice) + generated jobs"),
+    "alibaba": (alibaba.load, 7 * 86400.0, "Alibaba PAI 2020 machines (1/80 slice) + generated jobs"),
     "alibaba-openb": (
         openb.load,
         7 * 86400.0,

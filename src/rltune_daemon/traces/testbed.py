@@ -91,6 +91,7 @@ def generate(
             gpus[i] = 1 if us < 0.7 else 2
             pinned = ("k80",) if up < 0.10 else ()
         types.append(pinned)
+    width = max(4, len(str(n)))
     rate = load * cluster().total_gpus / float(np.mean(gpus * runtime))
     submit = poisson_arrivals(rng_for(seed, "testbed/arrivals"), n, rate)
     accounts = [CLASSES[c][2] for c in cls.tolist()]
@@ -101,7 +102,7 @@ def generate(
         for i, who in zip(rows, zipf_choice(user_rng, len(rows), k).tolist(), strict=True):
             users[i] = f"{account}{who + 1}"
     raw = RawJobs(
-        ids=[f"tb-{i:04d}" for i in range(1, n + 1)],
+        ids=[f"tb-{i:0{width}d}" for i in range(1, n + 1)],  # tb-0001; tb-00001 from 10,000 jobs
         submit=submit,
         runtime=runtime,
         gpus=gpus,
