@@ -36,7 +36,8 @@ def check(
     partition: list[str],
 ) -> Verdict:
     known = {t.lower() for t in cluster.gpu_types}
-    cols = zip(gpus.tolist(), nodes.tolist(), cpus.tolist(), mem_mb.tolist(), gpu_types, partition, strict=True)
+    cols = zip(gpus.tolist(), nodes.tolist(), cpus.tolist(), mem_mb.tolist(), gpu_types, partition,
+               strict=True)
     probes = [
         Job(str(i), 0.0, int(g), 1.0, gpu_types=t, nodes=int(nd), cpus=int(c), mem_mb=int(m), partition=p)
         for i, (g, nd, c, m, t, p) in enumerate(cols)
