@@ -1,0 +1,140 @@
+"""``rltune-daemon``: tune Slurm job priorities (SiteFactor) and placement every ``interval`` seconds.
+
+Start with ``--dry-run`` (prints what would change, writes nothing), then run it under systemd.
+``--restore`` puts every job the daemon changed back to how it was. Bad input is one line on
+stderr and exit status 2, never a traceback and never a write to Slurm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rltune_daemon import __version__
+from rltune_daemon.cli.common import run_guarded
+from rltune_daemon.service.config import DaemonConfig, default_config_path, load_config
+
+if TYPE_CHECKING:
+    from rltune_daemon.service.loop import Daemon
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rltune-daemon",
+        description="Learned priority and placement tuning for Slurm GPU clusters (SiteFactor + node hints).",
+        epilog="Environment overrides: RLTUNE_<KEY>, nested RLTUNE_<SECTION>__<KEY> "
+               "(e.g. RLTUNE_PLANNER__TOP_K=8). Docs: docs/operations.md",
+    )
+    p.add_argument("--config", metavar="PATH",
+                   help="TOML config (default: $RLTUNE_CONFIG, else /etc/rltune-daemon/rltune-daemon.toml "
+                        "if it exists, else built-in defaults)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="plan and print the table of proposed changes; write nothing to Slurm")
+    p.add_argument("--once", action="store_true",
+                   help="run one cycle and exit (changes stay; undo with --restore); exit 1 if skipped")
+    p.add_argument("--backend", choices=("slurm", "sim"),
+                   help="slurm (default) or sim: the same loop against the simulator on a bundled trace")
+    p.add_argument("--restore", action="store_true",
+                   help="put every SiteFactor/node list the daemon changed back to its original and exit")
+    p.add_argument("--check-config", action="store_true", help="validate and print the effective config")
+    p.add_argument("--version", action="version", version=f"rltune-daemon {__version__}")
+    return p
+
+
+def check_config(cfg: DaemonConfig, path: Path | None) -> int:
+    """Print the effective configuration and what it resolves to (policy, placer, state file)."""
+    from rltune_daemon.service.policy import CountingPlacer, choose_policy
+
+    print(f"# config: {path if path is not None else 'built-in defaults'} + RLTUNE_* environment")
+    print(json.dumps(cfg.effective(), indent=2, sort_keys=True))
+    choice = choose_policy(cfg.model, cfg.base_policy)
+    if choice.fallback:
+        print(f"policy: FALLBACK to {choice.policy.name}: {choice.fallback}")
+    else:
+        what = f"model {choice.model}" if choice.model else f"{choice.policy.name} (no model configured)"
+        print(f"policy: {what}")
+    placer = CountingPlacer(cfg.planner.placer, cfg.planner.milp_time_limit)
+    print(f"placer: {placer.unavailable or cfg.planner.placer}")
+    state = cfg.resolved_state_file()
+    parent = state.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    writable = os.access(parent, os.W_OK)
+    print(f"state file: {state} ({'writable' if writable else 'NOT writable by this user'})")
+    print("config OK")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from rltune_daemon.service.backends import make_backend
+    from rltune_daemon.service.logging import configure, get_logger
+    from rltune_daemon.service.loop import Daemon
+    from rltune_daemon.service.metrics import Metrics
+    from rltune_daemon.service.notify import Notifier
+    from rltune_daemon.service.statefile import StateFile
+
+    path = Path(args.config) if args.config else default_config_path()
+    cfg = load_config(path, dry_run=True if args.dry_run else None, backend=args.backend)
+    if args.check_config:
+        return check_config(cfg, path)
+    configure(cfg.log.level, cfg.log.format)
+    log = get_logger()
+    in_memory = cfg.backend == "sim" and not cfg.state_file
+    state_file = StateFile(None if in_memory else cfg.resolved_state_file())
+    live = not cfg.dry_run
+    if live or args.restore:
+        state_file.check_writable()
+        state_file.lock()
+    try:
+        backend = make_backend(cfg)
+        metrics = Metrics()
+        server = None
+        if cfg.metrics.enabled and not args.once and not args.restore:
+            server = metrics.serve(cfg.metrics.bind, cfg.metrics.port)
+        notifier = Notifier()
+        daemon = Daemon(cfg, backend, state_file=state_file, log=log, metrics=metrics, notifier=notifier)
+        if args.restore:
+            return _restore(daemon)
+        log.info("starting", version=__version__, config=str(path) if path else "", backend=cfg.backend,
+                 dry_run=cfg.dry_run, interval=cfg.interval, policy=daemon.choice.label,
+                 fallback=daemon.choice.fallback, state_file=str(state_file.path or "(memory)"),
+                 metrics=f"{cfg.metrics.bind}:{server.port}" if server else "off",
+                 watchdog=notifier.watchdog_interval)
+        try:
+            return daemon.run(once=args.once)
+        finally:
+            if server is not None:
+                server.close()
+    finally:
+        state_file.unlock()
+
+
+def _restore(daemon: Daemon) -> int:
+    if not daemon.state.jobs:
+        print(f"nothing to restore: {daemon.state_file.path or 'state'} records no changed job")
+        return 0
+    if daemon.dry_run:
+        print(f"would restore {len(daemon.state.jobs)} job(s): {', '.join(sorted(daemon.state.jobs))}")
+        return 0
+    rep = daemon.restore()
+    print(f"restored {rep.restored_fields} field(s) on {rep.restored_jobs} job(s); "
+          f"{rep.dropped} job(s) had started or left the queue (nothing to undo)")
+    for job_id, why in sorted(rep.remaining.items()):
+        print(f"NOT restored: job {job_id}: {why}", file=sys.stderr)
+    if rep.error:
+        print(f"error: {rep.error}; run --restore again when Slurm answers", file=sys.stderr)
+    return 0 if rep.ok else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return run_guarded(lambda: _run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""Where snapshots come from and updates go: the Slurm CLI or the simulated Slurm. The loop sees only
+``Backend``, so ``--backend sim`` runs exactly the cycle a real cluster gets."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from typing import Any, Protocol
+
+from rltune_daemon.domain import Snapshot
+from rltune_daemon.service.config import DaemonConfig
+from rltune_daemon.slurm.assemble import ReadInfo
+from rltune_daemon.slurm.reader import SlurmReader
+from rltune_daemon.slurm.runner import SlurmRunner
+from rltune_daemon.slurm.writer import ApplyResult, JobUpdate, SlurmWriter
+
+
+class Backend(Protocol):
+    name: str
+
+    @property
+    def last(self) -> ReadInfo | None: ...
+
+    def read(self) -> Snapshot: ...
+
+    def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], *,
+              site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False) -> ApplyResult: ...
+
+    def calls(self) -> int:
+        """Slurm commands run in the current cycle."""
+
+    def tick(self, interval: float) -> float:
+        """After a cycle: advance (simulator) and return the wall seconds to wait before the next one."""
+
+    def done(self) -> bool:
+        """Nothing left to do (a finished simulated workload); a live cluster never is."""
+
+    def summary(self) -> dict[str, Any]: ...
+
+
+class SlurmBackend:
+    """The CLI backend: ``SlurmReader`` + ``SlurmWriter`` on one runner (one call budget per cycle)."""
+
+    name = "slurm"
+
+    def __init__(self, cfg: DaemonConfig) -> None:
+        s = cfg.slurm
+        self.runner = SlurmRunner(
+            slurm_conf=s.conf or None, timeout=s.timeout, ping_timeout=s.ping_timeout,
+            max_calls_per_cycle=s.max_calls_per_cycle, bin_dir=s.bin_dir or None,
+        )
+        self.reader = SlurmReader(self.runner, partitions=s.partitions)
+        self.writer = SlurmWriter(self.runner, timeout_base=s.timeout)
+
+    @property
+    def last(self) -> ReadInfo | None:
+        return self.reader.last
+
+    def read(self) -> Snapshot:
+        return self.reader.read()
+
+    def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], *,
+              site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False) -> ApplyResult:
+        return self.writer.apply(snapshot, updates, site_factor_unknown=site_factor_unknown, dry_run=dry_run)
+
+    def calls(self) -> int:
+        return self.runner.calls_this_cycle
+
+    def tick(self, interval: float) -> float:
+        return interval
+
+    def done(self) -> bool:
+        return False
+
+    def summary(self) -> dict[str, Any]:
+        return {}
+
+
+class SimBackend:
+    """The simulated Slurm (``simbackend.SimSlurm``) on the configured workload."""
+
+    name = "sim"
+
+    def __init__(self, cfg: DaemonConfig) -> None:
+        from rltune_daemon.service.simbackend import SimSlurm
+        from rltune_daemon.traces import load_workload
+
+        s = cfg.sim
+        workload = load_workload(s.workload, seed=s.seed)
+        if s.jobs:
+            workload = workload.with_jobs(workload.jobs[: s.jobs], jobs_limit=s.jobs)
+        self.slurm = SimSlurm(workload)
+        self.speedup = s.speedup
+        self.workload = workload
+
+    @property
+    def last(self) -> ReadInfo | None:
+        return self.slurm.last
+
+    def read(self) -> Snapshot:
+        return self.slurm.read()
+
+    def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], *,
+              site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False) -> ApplyResult:
+        return self.slurm.apply(snapshot, updates, site_factor_unknown=site_factor_unknown, dry_run=dry_run)
+
+    def calls(self) -> int:
+        return 0
+
+    def tick(self, interval: float) -> float:
+        self.slurm.advance(interval)
+        return interval / self.speedup if self.speedup > 0 else 0.0
+
+    def done(self) -> bool:
+        return self.slurm.done()
+
+    def summary(self) -> dict[str, Any]:
+        return self.slurm.summary(baseline=self.slurm.done())
+
+
+def make_backend(cfg: DaemonConfig) -> Backend:
+    return SimBackend(cfg) if cfg.backend == "sim" else SlurmBackend(cfg)

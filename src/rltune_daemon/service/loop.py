@@ -1,0 +1,412 @@
+"""The daemon's cycle: read a Snapshot, ``plan()`` it with the simulator's planner, apply the Plan.
+
+Failure rules: a controller that does not answer (``ControllerDown``/``CommandTimeout``) or any other
+Slurm error skips the cycle before anything is written and is counted; a failed or unknown update is
+settled by re-reading on the next cycle; an exception inside the planner or a learned model is
+logged and counted, never fatal (a model that fails is replaced by the base policy). The state file is
+saved before updates are sent. SIGTERM/SIGINT finish the current cycle, then put every job back.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from types import FrameType
+from typing import Any, TextIO
+
+from rltune_daemon.errors import UserError
+from rltune_daemon.planner import plan as make_plan
+from rltune_daemon.planner.plan import PlannerMemory
+from rltune_daemon.policies.registry import make_policy
+from rltune_daemon.service import dryrun
+from rltune_daemon.service.applier import Applier, Decision, Settled
+from rltune_daemon.service.backends import Backend
+from rltune_daemon.service.config import DaemonConfig
+from rltune_daemon.service.metrics import Metrics
+from rltune_daemon.service.notify import Notifier
+from rltune_daemon.service.policy import CountingPlacer, PolicyChoice, choose_policy
+from rltune_daemon.service.statefile import DaemonState, StateError, StateFile
+from rltune_daemon.slurm.errors import (
+    CallBudgetExceeded,
+    CommandTimeout,
+    ControllerDown,
+    ParseError,
+    PermissionDenied,
+    SlurmError,
+)
+from rltune_daemon.slurm.writer import ApplyResult, UpdateStatus
+
+
+def error_kind(err: BaseException) -> str:
+    """The ``rltune_errors_total{kind}`` label of an exception."""
+    for cls, kind in ((ControllerDown, "controller_down"), (CommandTimeout, "timeout"),
+                      (PermissionDenied, "permission"), (ParseError, "parse"),
+                      (CallBudgetExceeded, "call_budget"), (SlurmError, "slurm"), (StateError, "state")):
+        if isinstance(err, cls):
+            return kind
+    return "internal"
+
+
+@dataclass
+class CycleReport:
+    """What one cycle saw and did: the canonical log line."""
+
+    cycle: int
+    outcome: str = "skipped"  # applied | dry_run | skipped
+    jobs_seen: int = 0
+    running: int = 0
+    planned: int = 0
+    changed: int = 0
+    skipped: int = 0
+    priority_updates: int = 0
+    hints_set: int = 0
+    hints_cleared: int = 0
+    hints_expired: int = 0
+    failed: int = 0
+    unknown: int = 0
+    refused: int = 0
+    managed: int = 0
+    seconds: float = 0.0
+    read_seconds: float = 0.0
+    plan_seconds: float = 0.0
+    apply_seconds: float = 0.0
+    slurm_calls: int = 0
+    policy: str = ""
+    fallback: str = ""
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RestoreReport:
+    restored_jobs: int = 0
+    restored_fields: int = 0
+    dropped: int = 0
+    remaining: dict[str, str] = field(default_factory=dict)
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and not self.remaining
+
+
+class Daemon:
+    """One daemon process: configuration, backend, state, metrics, notifications and the loop."""
+
+    def __init__(self, cfg: DaemonConfig, backend: Backend, *, state_file: StateFile, log: Any,
+                 metrics: Metrics | None = None, notifier: Notifier | None = None,
+                 out: TextIO | None = None) -> None:
+        self.cfg = cfg
+        self.backend = backend
+        self.state_file = state_file
+        self.log = log
+        self.metrics = metrics or Metrics()
+        self.notifier = notifier or Notifier({})
+        self.out = out or sys.stdout
+        self.dry_run = cfg.dry_run
+        self.applier = Applier(cfg.planner.hint_cycles, cfg.planner.placement)
+        self.choice = choose_policy(cfg.model, cfg.base_policy)
+        self.placer = CountingPlacer(cfg.planner.placer, cfg.planner.milp_time_limit)
+        self.planner_cfg = cfg.planner_config()
+        self.state: DaemonState = state_file.load()
+        self.memory = PlannerMemory(demoted_since=self.state.demoted_since)
+        self.cycle_no = 0
+        self.stop_signal: int | None = None
+        self._saved = self._fingerprint()
+        self._publish_policy()
+
+    # ---- policy ---------------------------------------------------------------------------------
+
+    def _publish_policy(self) -> None:
+        c = self.choice
+        self.metrics.set_model(c.model or c.policy.name, c.schema_hash, c.fallback)
+        if c.fallback:
+            self.log.warning("policy_fallback", model=c.model, policy=c.policy.name, reason=c.fallback)
+        if self.placer.unavailable:
+            self.log.warning("placer_fallback", reason=self.placer.unavailable)
+
+    def _drop_model(self, exc: BaseException) -> None:
+        base = make_policy(self.cfg.base_policy)
+        why = (f"model {self.choice.model} failed while scoring ({type(exc).__name__}: {exc}); "
+               f"using {base.name}")
+        self.choice = PolicyChoice(base, self.choice.model, "", why)
+        self.metrics.errors.labels("policy").inc()
+        self._publish_policy()
+
+    # ---- one cycle ------------------------------------------------------------------------------
+
+    def _fingerprint(self) -> str:
+        data = self.state.to_json()
+        data.pop("written", None)
+        return json.dumps(data, sort_keys=True)
+
+    def _save(self, force: bool = False) -> None:
+        fp = self._fingerprint()
+        if force or fp != self._saved:
+            self.state_file.save(self.state)
+            self._saved = fp
+
+    def _error(self, rep: CycleReport, err: BaseException, where: str) -> None:
+        kind = error_kind(err)
+        if kind == "internal" and where in ("plan", "policy"):
+            kind = where
+        self.metrics.errors.labels(kind).inc()
+        rep.errors.append(f"{kind}: {err}")
+        if isinstance(err, UserError):
+            self.log.error("cycle_error", cycle=rep.cycle, kind=kind, where=where, error=str(err))
+        else:
+            self.log.error("cycle_error", cycle=rep.cycle, kind=kind, where=where, error=repr(err),
+                           exc_info=err)
+
+    def cycle(self) -> CycleReport:
+        """Read, plan, apply once (see module docstring). Never raises for Slurm or planner trouble."""
+        self.cycle_no += 1
+        t0 = time.monotonic()
+        rep = CycleReport(self.cycle_no, policy=self.choice.label, fallback=self.choice.fallback)
+        try:
+            self._cycle(rep, t0)
+        except Exception as exc:  # the daemon outlives any bug in one cycle
+            self._error(rep, exc, "cycle")
+            rep.outcome = "skipped"
+        rep.seconds = time.monotonic() - t0
+        rep.slurm_calls = self.backend.calls()
+        rep.managed = len(self.state.jobs)
+        self._finish(rep)
+        return rep
+
+    def _cycle(self, rep: CycleReport, t0: float) -> None:
+        try:
+            snap = self.backend.read()
+        except SlurmError as err:
+            self._error(rep, err, "read")
+            return
+        t1 = time.monotonic()
+        rep.read_seconds = t1 - t0
+        self.notifier.watchdog()
+        info = self.backend.last
+        unknown = info.site_factor_unknown if info is not None else frozenset()
+        display = info.display_ids if info is not None else {}
+        rep.jobs_seen, rep.running = len(snap.pending), len(snap.running)
+        self.metrics.observe_snapshot(snap)
+        for note in self.applier.reconcile(self.state, snap, unknown):
+            self.log.warning("reconcile", cycle=rep.cycle, note=note)
+        plan_snap = self.applier.planning_snapshot(self.state, snap)
+        fallbacks_before = self.placer.fallbacks
+        try:
+            the_plan = make_plan(plan_snap, self.choice.policy, self.planner_cfg, self.memory, self.placer)
+        except Exception as exc:
+            if not (self.choice.model and not self.choice.fallback):
+                self._error(rep, exc, "plan")
+                return
+            self._drop_model(exc)
+            rep.policy, rep.fallback = self.choice.label, self.choice.fallback
+            the_plan = make_plan(plan_snap, self.choice.policy, self.planner_cfg, self.memory, self.placer)
+        self.metrics.milp_fallbacks.inc(self.placer.fallbacks - fallbacks_before)
+        the_plan = self.applier.relabel(the_plan, self.state)
+        decision = self.applier.decide(self.state, snap, the_plan, leave_order=self.choice.leave_order,
+                                       site_unknown=unknown)
+        updates = decision.updates()
+        t2 = time.monotonic()
+        rep.plan_seconds = t2 - t1
+        rep.planned, rep.skipped = len(the_plan.entries), len(the_plan.skipped)
+        self.notifier.watchdog()
+        if self.dry_run:
+            result = self.backend.apply(snap, updates, site_factor_unknown=unknown, dry_run=True)
+            rep.outcome = "dry_run"
+            rep.changed = len({c.job_id for c in decision.changes})
+            self._print_dry_run(the_plan, snap, decision, display, result)
+            rep.apply_seconds = time.monotonic() - t2
+            return
+        settled = Settled()
+        if decision.changes:
+            self.applier.begin(self.state, snap, decision, time.time())
+            try:
+                self._save()  # write-ahead: originals are on disk before Slurm changes
+            except StateError as err:
+                self._error(rep, err, "state")
+                return
+            try:
+                result = self.backend.apply(snap, updates, site_factor_unknown=unknown)
+            except SlurmError as err:
+                self._error(rep, err, "apply")  # intents stay unconfirmed; the next read settles them
+                self._save()
+                return
+            settled = self.applier.settle(self.state, decision, result)
+            self._count(rep, settled, result)
+        self._save()
+        rep.outcome = "applied"
+        rep.apply_seconds = time.monotonic() - t2
+        if decision.changes:
+            self.log.info("changes", cycle=rep.cycle, **_change_summary(decision, settled))
+
+    def _count(self, rep: CycleReport, s: Settled, result: ApplyResult) -> None:
+        rep.changed = len(s.changed_jobs)
+        rep.priority_updates, rep.hints_set = s.priority_applied, s.hints_set
+        rep.hints_cleared, rep.hints_expired = s.hints_cleared, s.hints_expired
+        rep.failed, rep.unknown, rep.refused = len(s.failed), len(s.unknown), len(s.refused)
+        m = self.metrics
+        m.priority_updates.inc(s.priority_applied)
+        m.placement_hints.labels("set").inc(s.hints_set)
+        m.placement_hints.labels("cleared").inc(s.hints_cleared)
+        m.placement_hints.labels("expired").inc(s.hints_expired)
+        m.restored.inc(s.restored)
+        m.errors.labels("update_failed").inc(len(s.failed))
+        m.errors.labels("update_unknown").inc(len(s.unknown))
+        for job_id, why in {**s.failed, **s.unknown}.items():
+            status = UpdateStatus.FAILED if job_id in s.failed else UpdateStatus.UNKNOWN
+            self.log.warning("update_not_applied", job=job_id, status=status.value, reason=why, rc=result.rc)
+
+    def _print_dry_run(self, the_plan: Any, snap: Any, decision: Decision, display: dict[str, str],
+                       result: ApplyResult) -> None:
+        text = dryrun.report(the_plan, snap, decision, policy=self.choice.label,
+                             fallback=self.choice.fallback, display=display, writes=len(result.lines))
+        print(text, file=self.out, flush=True)
+        for row in dryrun.rows(the_plan, snap, decision, display):
+            if row[5].endswith("*") or row[6].startswith(("->", "hint")):
+                self.log.info("dry_run_change", **dict(zip(dryrun.HEADERS, row, strict=True)))
+
+    def _finish(self, rep: CycleReport) -> None:
+        m = self.metrics
+        m.cycle_seconds.observe(rep.seconds)
+        m.cycles.labels(rep.outcome).inc()
+        m.managed_jobs.set(rep.managed)
+        m.last_cycle.set(time.time())
+        fields = asdict(rep)
+        fields["errors"] = len(rep.errors)
+        fields["error"] = rep.errors[0] if rep.errors else ""
+        for k in ("seconds", "read_seconds", "plan_seconds", "apply_seconds"):
+            fields[k] = round(fields[k], 4)
+        fields["dry_run"] = self.dry_run
+        fields["backend"] = self.backend.name
+        (self.log.warning if rep.errors else self.log.info)("cycle", **fields)
+        self.notifier.status(
+            f"cycle {rep.cycle} {rep.outcome}: {rep.jobs_seen} pending, {rep.changed} changed"
+            + (f", error: {rep.errors[0]}" if rep.errors else "")
+            + (f", FALLBACK {rep.policy}" if rep.fallback else "")
+        )
+        self.notifier.watchdog(force=True)
+
+    # ---- restore --------------------------------------------------------------------------------
+
+    def restore(self) -> RestoreReport:
+        """Put every recorded field of every pending job back; idempotent (see ``Applier.restore``)."""
+        out = RestoreReport()
+        try:
+            snap = self.backend.read()
+        except SlurmError as err:
+            self.metrics.errors.labels(error_kind(err)).inc()
+            out.error = str(err)
+            out.remaining = {j: "not restored (Slurm unreachable)" for j in self.state.jobs}
+            return out
+        decision = self.applier.restore(self.state, snap)
+        out.dropped = len(decision.dropped)
+        if decision.changes:
+            self.applier.begin(self.state, snap, decision, time.time())
+            self._save(force=True)
+            info = self.backend.last
+            unknown = info.site_factor_unknown if info is not None else frozenset()
+            try:
+                result = self.backend.apply(snap, decision.updates(), site_factor_unknown=unknown)
+            except SlurmError as err:
+                out.error = str(err)
+            else:
+                settled = self.applier.settle(self.state, decision, result)
+                self.metrics.restored.inc(settled.restored)
+                out.restored_jobs = len(settled.changed_jobs)
+                out.restored_fields = settled.restored
+                for job_id, why in {**settled.failed, **settled.unknown, **settled.refused}.items():
+                    out.remaining[job_id] = why
+        for job_id in self.state.jobs:
+            out.remaining.setdefault(job_id, out.error or "not restored")
+        self._save(force=True)
+        return out
+
+    # ---- the loop -------------------------------------------------------------------------------
+
+    def request_stop(self, signum: int, frame: FrameType | None = None) -> None:
+        self.stop_signal = signum
+
+    def _sleep(self, seconds: float) -> None:
+        """Sleep in short steps: stop requests are seen within 0.25 s and the watchdog keeps ticking."""
+        deadline = time.monotonic() + seconds
+        while self.stop_signal is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(left, 0.25))
+            self.notifier.watchdog()
+
+    def run(self, once: bool = False) -> int:
+        """Cycle until stopped (or once). Exit status: 0 ok, 1 when the last cycle was skipped (``--once``)
+        or the final restore left jobs changed."""
+        previous = {s: signal.signal(s, self.request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            fallback = " (FALLBACK)" if self.choice.fallback else ""
+            self.notifier.ready(f"policy {self.choice.label}{fallback}")
+            rep = CycleReport(0)
+            while self.stop_signal is None:
+                rep = self.cycle()
+                limit = self.cfg.sim.max_cycles if self.backend.name == "sim" else 0
+                if once or self.backend.done() or (limit and self.cycle_no >= limit):
+                    break
+                pause = self.backend.tick(self.cfg.interval)
+                if self.backend.name == "slurm":
+                    pause = max(pause - rep.seconds, 0.0)
+                self._sleep(pause)
+            if self.backend.name == "sim":
+                summary = _flat(self.backend.summary())
+                self.log.info("sim_summary", **summary)
+                print(sim_summary_text(summary), file=self.out, flush=True)
+            if self.stop_signal is not None:
+                return self._shutdown()
+            return 1 if once and rep.outcome == "skipped" else 0
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+
+    def _shutdown(self) -> int:
+        name = signal.Signals(self.stop_signal).name if self.stop_signal else "stop"
+        self.notifier.stopping(f"{name}: restoring changed jobs")
+        if self.dry_run or self.backend.name != "slurm" or not self.state.jobs:
+            self.log.info("stopped", signal=name, restored=0)
+            return 0
+        rep = self.restore()
+        level = self.log.info if rep.ok else self.log.error
+        level("stopped", signal=name, restored_jobs=rep.restored_jobs, restored_fields=rep.restored_fields,
+              dropped=rep.dropped, remaining=len(rep.remaining), error=rep.error)
+        return 0 if rep.ok else 1
+
+
+def _change_summary(decision: Decision, settled: Settled) -> dict[str, Any]:
+    return {
+        "jobs": sorted(settled.changed_jobs, key=lambda j: (len(j), j))[:50],
+        "priority": settled.priority_applied, "hints_set": settled.hints_set,
+        "hints_cleared": settled.hints_cleared, "hints_expired": settled.hints_expired,
+        "hints": {j: ",".join(n) for j, n in list(decision.hints().items())[:20]},
+    }
+
+
+def sim_summary_text(s: dict[str, Any]) -> str:
+    """Two lines a user without a cluster can judge the daemon by."""
+    lines = [f"simulated {s.get('clock', 0) / 3600:.1f} h: {s.get('finished', 0)} jobs finished"]
+    if "daemon_wait_mean" in s:
+        lines.append(f"with rltune-daemon:  mean wait {s['daemon_wait_mean'] / 60:.1f} min, p95 "
+                     f"{s['daemon_wait_p95'] / 60:.1f} min, GPU utilisation {s['daemon_utilization']:.1%}")
+    if "multifactor_alone_wait_mean" in s:
+        m = {k.removeprefix("multifactor_alone_"): v for k, v in s.items()}
+        lines.append(f"Slurm multifactor alone: mean wait {m['wait_mean'] / 60:.1f} min, p95 "
+                     f"{m['wait_p95'] / 60:.1f} min, GPU utilisation {m['utilization']:.1%}")
+    return "\n".join(lines)
+
+
+def _flat(summary: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in summary.items():
+        if isinstance(v, dict):
+            for k2, v2 in v.items():
+                out[f"{k}_{k2}"] = round(v2, 3) if isinstance(v2, float) else v2
+        else:
+            out[k] = round(v, 3) if isinstance(v, float) else v
+    return out

@@ -1,0 +1,118 @@
+"""Prometheus metrics of the daemon. No per-job labels (a queue of 10k jobs must not become 10k
+series); every labelled family is pre-created with its known label values so dashboards and alerts
+see zeros instead of missing series. Served from the daemon's own registry (tests run many daemons
+in one process), bound to 127.0.0.1 unless configured otherwise: the page reveals queue sizes."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from rltune_daemon.domain import Snapshot
+from rltune_daemon.errors import UserError
+
+ERROR_KINDS = ("controller_down", "timeout", "permission", "parse", "call_budget", "slurm", "plan",
+               "policy", "state", "update_failed", "update_unknown", "internal")
+HINT_ACTIONS = ("set", "cleared", "expired")
+CYCLE_OUTCOMES = ("applied", "dry_run", "skipped")
+# queue waits run from seconds to days
+WAIT_BUCKETS = (10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 86400, 172800, 604800)
+CYCLE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+@dataclass
+class MetricsServer:
+    server: WSGIServer
+    thread: threading.Thread
+    port: int
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Metrics:
+    """All families of the daemon (names documented in docs/operations.md)."""
+
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry()
+        self.cycle_seconds = Histogram("rltune_cycle_seconds", "Wall time of one daemon cycle",
+                                       buckets=CYCLE_BUCKETS, registry=r)
+        self.cycles = Counter("rltune_cycles", "Cycles by outcome", ["outcome"], registry=r)
+        self.pending_jobs = Gauge("rltune_pending_jobs", "Pending jobs seen in the last snapshot", registry=r)
+        self.running_jobs = Gauge("rltune_running_jobs", "Running jobs seen in the last snapshot", registry=r)
+        self.queue_wait = Histogram("rltune_queue_wait_seconds",
+                                    "Observed waits (now - submit) of pending jobs, one sample per job "
+                                    "and cycle", buckets=WAIT_BUCKETS, registry=r)
+        self.start_wait = Histogram("rltune_job_start_wait_seconds",
+                                    "Queue wait of jobs seen starting (start - submit)",
+                                    buckets=WAIT_BUCKETS, registry=r)
+        self.oldest_wait = Gauge("rltune_oldest_pending_wait_seconds",
+                                 "Wait of the longest-waiting pending job (starvation alarm)", registry=r)
+        self.gpu_util = Gauge("rltune_gpu_utilization_ratio",
+                              "Allocated / total GPUs on usable nodes", registry=r)
+        self.priority_updates = Counter("rltune_priority_updates",
+                                        "SiteFactor changes applied to Slurm", registry=r)
+        self.placement_hints = Counter("rltune_placement_hints", "Node hints by action", ["action"],
+                                       registry=r)
+        self.restored = Counter("rltune_restored_fields", "Fields put back to their original value",
+                                registry=r)
+        self.errors = Counter("rltune_errors", "Errors by kind", ["kind"], registry=r)
+        self.model_info = Gauge("rltune_model_info", "Policy in use (1 for the current combination)",
+                                ["model", "schema_hash", "fallback"], registry=r)
+        self.milp_fallbacks = Counter("rltune_milp_fallbacks",
+                                      "Placements made by the greedy placer instead of the MILP",
+                                      registry=r)
+        self.managed_jobs = Gauge("rltune_managed_jobs", "Jobs with a change recorded in the state file",
+                                  registry=r)
+        self.last_cycle = Gauge("rltune_last_cycle_timestamp_seconds",
+                                "Unix time of the last completed cycle (stall alarm)", registry=r)
+        for kind in ERROR_KINDS:
+            self.errors.labels(kind)
+        for action in HINT_ACTIONS:
+            self.placement_hints.labels(action)
+        for outcome in CYCLE_OUTCOMES:
+            self.cycles.labels(outcome)
+        self._model_labels: tuple[str, str, str] | None = None
+        self._seen_pending: set[str] = set()
+
+    def set_model(self, model: str, schema_hash: str, fallback: str) -> None:
+        """Exactly one ``rltune_model_info`` series is 1: the policy in use and why, if it is a fallback."""
+        labels = (model, schema_hash, fallback)
+        if self._model_labels == labels:
+            return
+        if self._model_labels is not None:
+            self.model_info.remove(*self._model_labels)
+        self.model_info.labels(*labels).set(1)
+        self._model_labels = labels
+
+    def observe_snapshot(self, snap: Snapshot) -> None:
+        """Queue and utilisation gauges, waits of pending jobs, waits of jobs seen starting."""
+        now = snap.clock
+        self.pending_jobs.set(len(snap.pending))
+        self.running_jobs.set(len(snap.running))
+        waits = [max(now - j.submit, 0.0) for j in snap.pending]
+        for w in waits:
+            self.queue_wait.observe(w)
+        self.oldest_wait.set(max(waits, default=0.0))
+        for r in snap.running:
+            if r.job.id in self._seen_pending:
+                self.start_wait.observe(max(r.start - r.job.submit, 0.0))
+        self._seen_pending = {j.id for j in snap.pending}
+        usable = [n for n in snap.nodes if n.usable]
+        total = sum(n.gpus for n in usable)
+        self.gpu_util.set(sum(min(n.gpus_alloc, n.gpus) for n in usable) / total if total else 0.0)
+
+    def serve(self, bind: str, port: int) -> MetricsServer:
+        """Start the /metrics endpoint; a port in use is a one-line ``UserError``."""
+        try:
+            server, thread = start_http_server(port, addr=bind, registry=self.registry)
+        except OSError as exc:
+            raise UserError(
+                f"cannot serve metrics on {bind}:{port}: {exc.strerror or exc} (another rltune-daemon? "
+                "set metrics.port, or metrics.enabled = false)"
+            ) from None
+        return MetricsServer(server, thread, int(server.server_address[1]))

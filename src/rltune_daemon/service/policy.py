@@ -1,0 +1,99 @@
+"""Which policy and placer the daemon uses, and the loud fallbacks when the preferred one is missing.
+
+The learned actor (``model = "models/<name>"``) is loaded with ``policies.learned.load_learned``; a
+missing, corrupt or schema-mismatched model (a one-line ``UserError``), or a build without the
+learned module, falls back to ``base_policy`` and says so in the log, in ``rltune_model_info`` and in
+the dry-run banner. A model that fails while scoring is dropped for the rest of the run the same way.
+The MILP placer falls back to greedy (Slurm's own best fit) per call, counted.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+
+from rltune_daemon.domain.arrays import I64
+from rltune_daemon.errors import UserError
+from rltune_daemon.placement.context import PlacementContext, PlacementResult, Placer
+from rltune_daemon.placement.greedy import greedy_placer
+from rltune_daemon.policies.base import Policy
+from rltune_daemon.policies.registry import make_policy
+
+
+@dataclass
+class PolicyChoice:
+    """The policy in use. ``fallback`` is "" when it is the configured one, else why it is not."""
+
+    policy: Policy
+    model: str = ""
+    schema_hash: str = ""
+    fallback: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.model or self.policy.name
+
+    @property
+    def leave_order(self) -> bool:
+        """``multifactor`` means "Slurm's own order": write no SiteFactor (undo only ours)."""
+        return self.policy.name == "multifactor"
+
+
+LEARNED_MODULE = "rltune_daemon.policies.learned"
+MILP_MODULE = "rltune_daemon.placement.milp"
+
+
+def _learned_missing(exc: ModuleNotFoundError) -> bool:
+    return bool(exc.name) and LEARNED_MODULE.startswith(str(exc.name))
+
+
+def choose_policy(model: str, base_policy: str) -> PolicyChoice:
+    """The learned model when configured and loadable, else ``base_policy`` (see module docstring)."""
+    base = make_policy(base_policy)
+    if not model:
+        return PolicyChoice(base)
+    try:  # imported by name: the module is built separately and may be absent
+        module = importlib.import_module(LEARNED_MODULE)
+        load_learned = cast(Callable[[Path], Policy], module.load_learned)
+    except ModuleNotFoundError as exc:
+        why = ("learned policies are not available in this build" if _learned_missing(exc)
+               else f"cannot load the learned policy: missing module {exc.name}")
+        return PolicyChoice(base, model, "", f"{why}; using {base.name}")
+    try:
+        policy = load_learned(Path(model))
+    except UserError as err:
+        return PolicyChoice(base, model, "", f"{err}; using {base.name}")
+    except (OSError, ValueError, RuntimeError) as exc:  # a loader bug must not stop the daemon
+        return PolicyChoice(base, model, "", f"model {model}: {type(exc).__name__}: {exc}; using {base.name}")
+    schema = str(getattr(policy, "schema_hash", "") or "")
+    return PolicyChoice(policy, model, schema)
+
+
+class CountingPlacer:
+    """The configured placer, with the MILP's fallbacks to greedy counted (``fallbacks``) and the last
+    reason kept. ``milp`` unavailable (module not built) counts every call."""
+
+    def __init__(self, kind: str, time_limit: float) -> None:
+        self.kind = kind
+        self.fallbacks = 0
+        self.last_fallback = ""
+        self.unavailable = ""
+        self.inner: Placer = greedy_placer
+        if kind == "milp":
+            try:
+                module = importlib.import_module(MILP_MODULE)
+            except ModuleNotFoundError as exc:
+                self.unavailable = f"MILP placer unavailable (no module {exc.name}); using greedy"
+            else:
+                factory = cast(Callable[..., Placer], module.make_milp_placer)
+                self.inner = factory(time_limit=time_limit)
+
+    def __call__(self, ctx: PlacementContext, rows: I64) -> PlacementResult:
+        result = self.inner(ctx, rows)
+        if self.kind == "milp" and (self.unavailable or result.fallback or result.solver != "milp"):
+            self.fallbacks += 1
+            self.last_fallback = self.unavailable or result.fallback or f"solver {result.solver}"
+        return result
