@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from types import FrameType
 from typing import Any, TextIO
 
+from rltune_daemon.domain import Plan, Snapshot
 from rltune_daemon.errors import UserError
 from rltune_daemon.planner import plan as make_plan
 from rltune_daemon.planner.plan import PlannerMemory
@@ -113,6 +114,7 @@ class Daemon:
         self.state: DaemonState = state_file.load()
         self.memory = PlannerMemory(demoted_since=self.state.demoted_since)
         self.cycle_no = 0
+        self.last_plan: Plan | None = None
         self.stop_signal: int | None = None
         self._saved = self._fingerprint()
         self._publish_policy()
@@ -204,7 +206,7 @@ class Daemon:
             rep.policy, rep.fallback = self.choice.label, self.choice.fallback
             the_plan = make_plan(plan_snap, self.choice.policy, self.planner_cfg, self.memory, self.placer)
         self.metrics.milp_fallbacks.inc(self.placer.fallbacks - fallbacks_before)
-        the_plan = self.applier.relabel(the_plan, self.state)
+        the_plan = self.last_plan = self.applier.relabel(the_plan, self.state)
         decision = self.applier.decide(self.state, snap, the_plan, leave_order=self.choice.leave_order,
                                        site_unknown=unknown)
         updates = decision.updates()
@@ -258,7 +260,7 @@ class Daemon:
             status = UpdateStatus.FAILED if job_id in s.failed else UpdateStatus.UNKNOWN
             self.log.warning("update_not_applied", job=job_id, status=status.value, reason=why, rc=result.rc)
 
-    def _print_dry_run(self, the_plan: Any, snap: Any, decision: Decision, display: dict[str, str],
+    def _print_dry_run(self, the_plan: Plan, snap: Snapshot, decision: Decision, display: dict[str, str],
                        result: ApplyResult) -> None:
         text = dryrun.report(the_plan, snap, decision, policy=self.choice.label,
                              fallback=self.choice.fallback, display=display, writes=len(result.lines))

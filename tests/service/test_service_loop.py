@@ -1,0 +1,192 @@
+"""The cycle on a scripted backend: skip on controller trouble, write-ahead state, dry run, failed and
+unknown updates, loud policy fallbacks, a planner that throws, SIGTERM restore, metrics and log line."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import signal
+from pathlib import Path
+
+import numpy as np
+from prometheus_client import generate_latest
+from service_helpers import NullLog, ScriptedBackend, config, pending, snapshot, with_site
+
+from rltune_daemon.domain.arrays import F64
+from rltune_daemon.policies.base import Policy, QueueView
+from rltune_daemon.service.loop import Daemon
+from rltune_daemon.service.metrics import Metrics
+from rltune_daemon.service.policy import PolicyChoice
+from rltune_daemon.service.statefile import StateFile
+from rltune_daemon.slurm.writer import UpdateStatus
+
+
+def _queue() -> list:  # type: ignore[type-arg]
+    # sjf puts the 2-minute job first although Slurm's priorities favour the 1-hour one
+    return [pending("1", limit=3600, prio=1002), pending("2", limit=120, prio=1001), pending("3", limit=600)]
+
+
+def _daemon(tmp_path: Path, backend: ScriptedBackend, **kw: object) -> tuple[Daemon, NullLog, io.StringIO]:
+    cfg = config(tmp_path, **kw)  # type: ignore[arg-type]
+    log, out = NullLog(), io.StringIO()
+    d = Daemon(cfg, backend, state_file=StateFile(cfg.resolved_state_file()), log=log, metrics=Metrics(), out=out)
+    return d, log, out
+
+
+def _sample(d: Daemon, name: str, **labels: str) -> float:
+    v = d.metrics.registry.get_sample_value(name, labels)
+    return 0.0 if v is None else v
+
+
+def test_controller_down_skips_without_writing_and_counts(tmp_path: Path) -> None:
+    backend = ScriptedBackend([snapshot(_queue())], down=True)
+    d, log, _ = _daemon(tmp_path, backend)
+    rep = d.cycle()
+    assert rep.outcome == "skipped" and rep.errors[0].startswith("controller_down:")
+    assert backend.applied == [] and not (tmp_path / "state.json").exists()
+    assert _sample(d, "rltune_errors_total", kind="controller_down") == 1
+    assert _sample(d, "rltune_cycles_total", outcome="skipped") == 1
+    line = log.named("cycle")[0]
+    assert line["outcome"] == "skipped" and line["errors"] == 1 and "unreachable" in line["error"]
+    backend.down = False
+    assert d.cycle().outcome == "applied" and backend.applied  # alive, and back to work
+
+
+def test_live_cycle_writes_state_before_slurm_and_reorders(tmp_path: Path) -> None:
+    snap = snapshot(_queue())
+    seen_on_disk: list[dict] = []  # type: ignore[type-arg]
+
+    class Recording(ScriptedBackend):
+        def apply(self, snapshot, updates, **kw):  # type: ignore[no-untyped-def, override]
+            seen_on_disk.append(json.loads((tmp_path / "state.json").read_text()))
+            return super().apply(snapshot, updates, **kw)
+
+    backend = Recording([snap])
+    d, log, _ = _daemon(tmp_path, backend)
+    rep = d.cycle()
+    assert rep.outcome == "applied" and rep.changed == rep.priority_updates > 0
+    sites = {u.job_id: u.site_factor for u in backend.applied[0]}
+    prio = {j.id: s.priority - s.site_factor + sites.get(j.id, s.site_factor)
+            for j, s in zip(snap.pending, snap.pending_state, strict=True)}
+    assert sorted(prio, key=lambda j: -prio[j]) == ["2", "3", "1"]  # the plan's (sjf) order
+    intents = seen_on_disk[0]["jobs"]
+    assert {j: f["fields"]["site_factor"]["value"] for j, f in intents.items()} == sites
+    assert not any(f["fields"]["site_factor"]["confirmed"] for f in intents.values())
+    final = json.loads((tmp_path / "state.json").read_text())["jobs"]
+    assert all(f["fields"]["site_factor"]["confirmed"] for f in final.values())
+    assert _sample(d, "rltune_priority_updates_total") == rep.priority_updates
+    assert log.named("changes")[0]["priority"] == rep.priority_updates
+
+
+def test_dry_run_writes_nothing_and_prints_the_table(tmp_path: Path) -> None:
+    backend = ScriptedBackend([snapshot(_queue())])
+    d, log, out = _daemon(tmp_path, backend, dry_run=True)
+    rep = d.cycle()
+    assert rep.outcome == "dry_run" and rep.changed > 0
+    assert backend.applied == [] and not (tmp_path / "state.json").exists()
+    text = out.getvalue()
+    assert "nothing was written to Slurm" in text and "FALLBACK" not in text
+    header = next(ln for ln in text.splitlines() if ln.startswith("rank"))
+    assert header.split() == ["rank", "job", "user", "partition", "priority", "proposed", "placement", "reason"]
+    assert log.named("dry_run_change")
+
+
+def test_failed_and_unknown_updates_are_counted_and_settled_by_the_next_read(tmp_path: Path) -> None:
+    snap = snapshot(_queue())
+    backend = ScriptedBackend([snap], statuses={"2": UpdateStatus.UNKNOWN, "1": UpdateStatus.FAILED})
+    d, log, _ = _daemon(tmp_path, backend)
+    rep = d.cycle()
+    assert (rep.failed, rep.unknown) == (1, 1)
+    assert _sample(d, "rltune_errors_total", kind="update_failed") == 1
+    assert _sample(d, "rltune_errors_total", kind="update_unknown") == 1
+    assert {e["job"] for e in log.named("update_not_applied")} == {"1", "2"}
+    sites = {u.job_id: u.site_factor for u in backend.applied[0]}
+    # next read: job 2's update did land after all, job 1's did not
+    backend.snapshots = [with_site(snap, {"2": sites["2"], "3": sites.get("3", 0)})]
+    backend.statuses = {}
+    d.cycle()
+    assert d.state.jobs["2"].fields["site_factor"].confirmed
+    assert [u.job_id for u in backend.applied[1]] == ["1"]  # only the one still wrong is re-sent
+
+
+def test_missing_model_falls_back_loudly(tmp_path: Path) -> None:
+    backend = ScriptedBackend([snapshot(_queue())])
+    d, log, out = _daemon(tmp_path, backend, model=str(tmp_path / "models" / "none"), base_policy="fcfs",
+                          dry_run=True)
+    assert d.choice.policy.name == "fcfs" and d.choice.fallback
+    assert log.named("policy_fallback")[0]["model"].endswith("none")
+    d.cycle()
+    assert out.getvalue().startswith("!!! FALLBACK: ")
+    assert log.named("cycle")[0]["fallback"] == d.choice.fallback
+    text = generate_latest(d.metrics.registry).decode()
+    info = [ln for ln in text.splitlines() if ln.startswith("rltune_model_info{")]
+    assert len(info) == 1 and 'fallback="' in info[0] and 'fallback=""' not in info[0]
+
+
+class _Broken(Policy):
+    name = "broken-model"
+
+    def scores(self, view: QueueView) -> F64:
+        raise RuntimeError("tensor shape mismatch")
+
+
+def test_model_failing_while_scoring_is_replaced_by_the_base_policy(tmp_path: Path) -> None:
+    backend = ScriptedBackend([snapshot(_queue())])
+    d, log, _ = _daemon(tmp_path, backend)
+    d.choice = PolicyChoice(_Broken(), model="models/x", schema_hash="abc")
+    rep = d.cycle()
+    assert rep.outcome == "applied" and "failed while scoring" in rep.fallback
+    assert d.choice.policy.name == "sjf" and _sample(d, "rltune_errors_total", kind="policy") == 1
+
+
+def test_a_throwing_heuristic_skips_the_cycle_but_not_the_daemon(tmp_path: Path) -> None:
+    backend = ScriptedBackend([snapshot(_queue())])
+    d, _, _ = _daemon(tmp_path, backend)
+    d.choice = PolicyChoice(_Broken())
+    rep = d.cycle()
+    assert rep.outcome == "skipped" and rep.errors[0].startswith("plan:") and backend.applied == []
+    assert _sample(d, "rltune_errors_total", kind="plan") == 1
+    assert d.cycle().cycle == 2
+
+
+def test_sigterm_restores_every_change(tmp_path: Path) -> None:
+    snap = snapshot(_queue())
+    backend = ScriptedBackend([snap])
+    d, log, _ = _daemon(tmp_path, backend, interval=0.05)
+
+    class StopAfterOne(ScriptedBackend):
+        pass
+
+    # one cycle, then SIGTERM arrives while the loop sleeps
+    orig_cycle = d.cycle
+
+    def cycle_then_stop():  # type: ignore[no-untyped-def]
+        rep = orig_cycle()
+        sites = {u.job_id: u.site_factor for u in backend.applied[-1]}
+        backend.snapshots = [with_site(snap, sites)]
+        backend.reads = 0
+        d.request_stop(signal.SIGTERM)
+        return rep
+
+    d.cycle = cycle_then_stop  # type: ignore[method-assign]
+    assert d.run() == 0
+    restore = backend.applied[-1]
+    assert {u.site_factor for u in restore} == {0} and len(restore) == len(backend.applied[0])
+    assert d.state.jobs == {} and json.loads((tmp_path / "state.json").read_text())["jobs"] == {}
+    assert log.named("stopped")[0]["restored_jobs"] == len(restore)
+
+
+def test_metrics_have_no_per_job_labels(tmp_path: Path) -> None:
+    backend = ScriptedBackend([snapshot(_queue(), busy={"p100-1": 4})])
+    d, _, _ = _daemon(tmp_path, backend)
+    d.cycle()
+    text = generate_latest(d.metrics.registry).decode()
+    for name in ("rltune_cycle_seconds_bucket", "rltune_pending_jobs", "rltune_queue_wait_seconds_bucket",
+                 "rltune_gpu_utilization_ratio", "rltune_priority_updates_total", "rltune_placement_hints_total",
+                 'rltune_errors_total{kind="controller_down"}', "rltune_model_info", "rltune_milp_fallbacks_total"):
+        assert name in text, name
+    assert _sample(d, "rltune_pending_jobs") == 3
+    assert np.isclose(_sample(d, "rltune_gpu_utilization_ratio"), 4 / 13)
+    labels = {m for ln in text.splitlines() if ln[:1] != "#" for m in re.findall(r'[{,](\w+)="', ln)}
+    assert labels == {"kind", "action", "outcome", "model", "schema_hash", "fallback", "le"}
