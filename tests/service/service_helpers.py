@@ -33,11 +33,13 @@ NODES = (("p100-1", "p100", 4, 8), ("p100-2", "p100", 4, 8), ("k80-1", "k80", 2,
 ALL_NODES = tuple(n for n, *_ in NODES)
 
 
-def node_states(busy: dict[str, int] | None = None, state: dict[str, str] | None = None) -> tuple[NodeState, ...]:
+def node_states(busy: dict[str, int] | None = None,
+                state: dict[str, str] | None = None) -> tuple[NodeState, ...]:
     busy = busy or {}
     state = state or {}
     return tuple(
-        NodeState(n, t, g, busy.get(n, 0), c, 0, 32000, 0, ("gpu",), state.get(n, "mixed" if busy.get(n) else "idle"))
+        NodeState(n, t, g, busy.get(n, 0), c, 0, 32000, 0, ("gpu",),
+                  state.get(n, "mixed" if busy.get(n) else "idle"))
         for n, t, g, c in NODES
     )
 
@@ -54,8 +56,8 @@ def snapshot(jobs: Sequence[tuple[Job, PendingState]], *, running: Sequence[str]
              state: dict[str, str] | None = None) -> Snapshot:
     run = tuple(RunningJob(Job(r, 0.0, 1, 3600.0, user="bob", partition="gpu"), 0.0, 3600.0,
                            (NodeAlloc("k80-1", 1),)) for r in running)
-    return Snapshot(clock, tuple(j for j, _ in jobs), tuple(s for _, s in jobs), run, node_states(busy, state),
-                    (PartitionSpec("gpu"),), "test")
+    return Snapshot(clock, tuple(j for j, _ in jobs), tuple(s for _, s in jobs), run,
+                    node_states(busy, state), (PartitionSpec("gpu"),), "test")
 
 
 def entry(job_id: str, rank: int, site: int, *, prio: int = 1000, hint: Sequence[str] = (),
@@ -129,7 +131,8 @@ class ScriptedBackend:
             return ApplyResult(prep.decided + tuple(JobResult(j, UpdateStatus.PLANNED, "", ln)
                                                     for j, ln in prep.lines), dry_run=True)
         self.applied.append(ups)
-        res = tuple(JobResult(j, self.statuses.get(j, UpdateStatus.APPLIED), "forced", ln) for j, ln in prep.lines)
+        res = tuple(JobResult(j, self.statuses.get(j, UpdateStatus.APPLIED), "forced", ln)
+                    for j, ln in prep.lines)
         return ApplyResult(prep.decided + res, 0)
 
     def calls(self) -> int:

@@ -39,7 +39,8 @@ def test_leave_order_writes_nothing_new_and_undoes_ours() -> None:
     later = with_site(snap, {"1": 3, "2": -1})
     applier.reconcile(state, later)
     dec = applier.decide(state, later, plan_of(entry("1", 1, 3), entry("2", 2, -1)), leave_order=True)
-    assert sorted((c.job_id, c.value, c.kind) for c in dec.changes) == [("1", 0, "release"), ("2", 0, "release")]
+    assert sorted((c.job_id, c.value, c.kind) for c in dec.changes) == [("1", 0, "release"),
+                                                                         ("2", 0, "release")]
     _apply(state, later, dec)
     assert state.jobs == {}
 

@@ -30,7 +30,8 @@ def _queue() -> list:  # type: ignore[type-arg]
 def _daemon(tmp_path: Path, backend: ScriptedBackend, **kw: object) -> tuple[Daemon, NullLog, io.StringIO]:
     cfg = config(tmp_path, **kw)  # type: ignore[arg-type]
     log, out = NullLog(), io.StringIO()
-    d = Daemon(cfg, backend, state_file=StateFile(cfg.resolved_state_file()), log=log, metrics=Metrics(), out=out)
+    d = Daemon(cfg, backend, state_file=StateFile(cfg.resolved_state_file()), log=log, metrics=Metrics(),
+               out=out)
     return d, log, out
 
 
@@ -88,7 +89,8 @@ def test_dry_run_writes_nothing_and_prints_the_table(tmp_path: Path) -> None:
     text = out.getvalue()
     assert "nothing was written to Slurm" in text and "FALLBACK" not in text
     header = next(ln for ln in text.splitlines() if ln.startswith("rank"))
-    assert header.split() == ["rank", "job", "user", "partition", "priority", "proposed", "placement", "reason"]
+    assert header.split() == ["rank", "job", "user", "partition", "priority", "proposed", "placement",
+                              "reason"]
     assert log.named("dry_run_change")
 
 
@@ -133,7 +135,7 @@ class _Broken(Policy):
 
 def test_model_failing_while_scoring_is_replaced_by_the_base_policy(tmp_path: Path) -> None:
     backend = ScriptedBackend([snapshot(_queue())])
-    d, log, _ = _daemon(tmp_path, backend)
+    d, _log, _ = _daemon(tmp_path, backend)
     d.choice = PolicyChoice(_Broken(), model="models/x", schema_hash="abc")
     rep = d.cycle()
     assert rep.outcome == "applied" and "failed while scoring" in rep.fallback
@@ -183,8 +185,9 @@ def test_metrics_have_no_per_job_labels(tmp_path: Path) -> None:
     d.cycle()
     text = generate_latest(d.metrics.registry).decode()
     for name in ("rltune_cycle_seconds_bucket", "rltune_pending_jobs", "rltune_queue_wait_seconds_bucket",
-                 "rltune_gpu_utilization_ratio", "rltune_priority_updates_total", "rltune_placement_hints_total",
-                 'rltune_errors_total{kind="controller_down"}', "rltune_model_info", "rltune_milp_fallbacks_total"):
+                 "rltune_gpu_utilization_ratio", "rltune_priority_updates_total",
+                 "rltune_placement_hints_total", 'rltune_errors_total{kind="controller_down"}',
+                 "rltune_model_info", "rltune_milp_fallbacks_total"):
         assert name in text, name
     assert _sample(d, "rltune_pending_jobs") == 3
     assert np.isclose(_sample(d, "rltune_gpu_utilization_ratio"), 4 / 13)

@@ -61,7 +61,7 @@ def test_outside_systemd_everything_is_a_noop(tmp_path: Path) -> None:
     assert not bad.ready() and bad.errors == 1  # never raises
 
 
-def test_real_daemon_sends_ready_watchdog_and_stopping(dgram: tuple[socket.socket, str], tmp_path: Path) -> None:
+def test_real_daemon_sends_ready_watchdog_and_stopping(dgram: tuple[socket.socket, str]) -> None:
     sock, path = dgram
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLTUNE_")}
     env |= {"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "1000000", "RLTUNE_METRICS__ENABLED": "false",

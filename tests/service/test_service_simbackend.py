@@ -63,7 +63,8 @@ def test_site_factor_and_hint_apply_through_the_writer(small) -> None:  # type: 
     if row in s.sim.hints:
         assert [s.sim.cl.names[i] for i in s.sim.hints[row]] == ["m40-1"]
     running = s.read().running[0].job.id
-    assert s.apply(s.read(), [JobUpdate(running, site_factor=5)]).by_job()[running].status is UpdateStatus.REFUSED
+    refused = s.apply(s.read(), [JobUpdate(running, site_factor=5)]).by_job()[running]
+    assert refused.status is UpdateStatus.REFUSED
 
 
 def test_cli_runs_cycles_on_the_bundled_trace() -> None:

@@ -57,7 +57,7 @@ def test_corrupt_file_is_an_error_not_a_fresh_start(tmp_path: Path, text: str) -
 
 def test_unusable_state_directory_fails_early(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
-    with pytest.raises(StateError, match="cannot create state directory .*StateDirectory"):
+    with pytest.raises(StateError, match=r"cannot create state directory .*StateDirectory"):
         StateFile(tmp_path / "file" / "sub" / "state.json").check_writable()
 
 

@@ -1,0 +1,194 @@
+"""The daemon against a real local Slurm 22.05 (tests/slurm_fixtures.py): dry run changes nothing, one
+live cycle makes Slurm's priority order equal the Plan's, exempt and running jobs are untouched, a stopped
+slurmctld skips cycles while the real daemon process stays alive, SIGTERM restores everything.
+
+Every GPU is held by a blocker for the whole module, so submitted GPU jobs pend.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from service_helpers import NullLog, config
+
+from rltune_daemon.service.backends import SlurmBackend
+from rltune_daemon.service.config import DaemonConfig
+from rltune_daemon.service.loop import Daemon
+from rltune_daemon.service.metrics import Metrics
+from rltune_daemon.service.statefile import StateFile
+from slurm_fixtures import TEST_USER, SlurmTestCluster
+
+pytestmark = pytest.mark.slurm
+
+
+@pytest.fixture(scope="module")
+def busy(slurm_cluster: SlurmTestCluster) -> Iterator[SlurmTestCluster]:
+    slurm_cluster.cancel_all()
+    slurm_cluster.fill_gpus()
+    yield slurm_cluster
+    slurm_cluster.cancel_all()
+
+
+@pytest.fixture
+def c(busy: SlurmTestCluster) -> Iterator[SlurmTestCluster]:
+    yield busy
+    busy.cancel_pending()
+
+
+def _queue(c: SlurmTestCluster, user: str | None = None) -> dict[str, str]:
+    """Pending jobs whose sjf order differs from Slurm's (all have the same multifactor priority)."""
+    ids = {
+        "long": c.submit("--gres=gpu:p100:2", "-t", "120", user=user),
+        "mid": c.submit("--gres=gpu:k80:1", "-t", "30", user=user),
+        "short": c.submit("--gres=gpu:1", "-t", "5", user=user),
+        "tiny": c.submit("--gres=gpu:m40:1", "-t", "2", user=user),
+    }
+    c.wait_in_sprio(*ids.values())
+    return ids
+
+
+def _cfg(tmp_path: Path, c: SlurmTestCluster, **kw: Any) -> DaemonConfig:
+    kw.setdefault("base_policy", "sjf")
+    return config(tmp_path, slurm__conf=c.conf, slurm__max_calls_per_cycle=40, **kw)
+
+
+def _daemon(cfg: DaemonConfig) -> Daemon:
+    return Daemon(cfg, SlurmBackend(cfg), state_file=StateFile(cfg.resolved_state_file()), log=NullLog(),
+                  metrics=Metrics())
+
+
+def _view(c: SlurmTestCluster) -> list[str]:
+    """Everything the daemon could change, as Slurm shows it."""
+    return sorted(c.squeue("%A|%Q|%n|%x|%T")) + sorted(f"{k}:{v}" for k, v in c.sprio().items())
+
+
+def _env(cfg_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RLTUNE_")}
+    return env | {"RLTUNE_CONFIG": str(cfg_path)} | extra
+
+
+def _cli(cfg_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rltune_daemon.cli.daemon", *args],
+                          env=_env(cfg_path, **env), capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_dry_run_changes_nothing(c: SlurmTestCluster, tmp_path: Path) -> None:
+    ids = _queue(c)
+    _cfg(tmp_path, c)
+    before = _view(c)
+    res = _cli(tmp_path / "cfg.toml", "--dry-run", "--once")
+    assert res.returncode == 0, res.stderr
+    assert "nothing was written to Slurm" in res.stdout
+    rows = [ln.split() for ln in res.stdout.splitlines() if ln[:1].isdigit()]
+    assert [r[1] for r in rows][:2] == [ids["tiny"], ids["short"]]  # sjf order, shown not applied
+    assert any(r[6] == "*" for r in rows)  # proposed priorities differ (marked).
+    assert _view(c) == before  # ...but nothing changed in Slurm
+    assert not (tmp_path / "state.json").exists()
+    cycle = next(json.loads(ln) for ln in res.stderr.splitlines() if '"event": "cycle"' in ln)
+    assert cycle["outcome"] == "dry_run" and cycle["slurm_calls"] == 5  # reads only: no scontrol update
+
+
+def test_one_live_cycle_realises_the_plan_order(c: SlurmTestCluster, tmp_path: Path) -> None:
+    ids = _queue(c)
+    d = _daemon(_cfg(tmp_path, c))
+    rep = d.cycle()
+    assert rep.outcome == "applied" and rep.changed > 0 and not rep.errors, rep
+    assert d.last_plan is not None
+    planned = [e.job_id for e in d.last_plan.entries]
+    assert planned[:2] == [ids["tiny"], ids["short"]]
+    prio = c.sprio()
+    assert sorted(planned, key=lambda j: -prio[j][0]) == planned  # Slurm's order is the plan's
+    assert len({prio[j][0] for j in planned}) == len(planned)
+    order = [ln.strip() for ln in c.squeue("%A", extra=("-t", "PD", "-S", "-p"))]
+    assert [j for j in order if j in planned] == planned
+    for e in d.last_plan.entries:
+        assert prio[e.job_id] == (e.target_priority, e.site_factor)
+    assert rep.slurm_calls == 7  # ping, squeue x2, sprio, sinfo + ping, one scontrol for every update
+    again = d.cycle()  # nothing changed since: nothing is written
+    assert again.changed == 0 and again.slurm_calls == 5
+
+
+def test_exempt_and_running_jobs_are_untouched(c: SlurmTestCluster, tmp_path: Path) -> None:
+    mine = _queue(c)
+    theirs = _queue(c, user=TEST_USER)
+    running_before = sorted(c.squeue("%A|%Q|%x", extra=("-t", "R")))
+    prio_before = c.sprio()
+    d = _daemon(_cfg(tmp_path, c, exempt__users=[TEST_USER]))
+    rep = d.cycle()
+    assert rep.outcome == "applied" and rep.changed > 0
+    prio = c.sprio()
+    for j in theirs.values():
+        assert prio[j] == prio_before[j] and prio[j][1] == 0
+    assert d.last_plan is not None
+    assert {j for j, why in d.last_plan.skipped if why == f"exempt user {TEST_USER}"} == set(theirs.values())
+    assert any(prio[j][1] != 0 for j in mine.values())
+    assert sorted(c.squeue("%A|%Q|%x", extra=("-t", "R"))) == running_before
+    assert set(d.state.jobs) <= set(mine.values())
+
+
+def _events(path: Path) -> list[dict[str, Any]]:
+    out = []
+    for ln in path.read_text().splitlines():
+        if ln.startswith("{"):
+            out.append(json.loads(ln))
+    return out
+
+
+def _wait_event(path: Path, pred: Any, timeout: float, proc: subprocess.Popen[bytes], what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(pred(e) for e in _events(path)):
+            return
+        assert proc.poll() is None, f"daemon died: {path.read_text()[-2000:]}"
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}: {path.read_text()[-2000:]}")
+
+
+def test_daemon_survives_a_stopped_controller_and_sigterm_restores(c: SlurmTestCluster,
+                                                                   tmp_path: Path) -> None:
+    """The real process: live cycles, slurmctld stopped (cycles skipped, nothing written, errors counted,
+    still alive), slurmctld back, then SIGTERM puts every SiteFactor back."""
+    ids = _queue(c)
+    _cfg(tmp_path, c, interval=0.5)
+    log = tmp_path / "daemon.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "rltune_daemon.cli.daemon"],
+                                env=_env(tmp_path / "cfg.toml"), stdout=subprocess.DEVNULL, stderr=fh)
+    try:
+        _wait_event(log, lambda e: e.get("event") == "cycle" and e["changed"] > 0, 30, proc, "a live change")
+        assert any(v[1] != 0 for k, v in c.sprio().items() if k in ids.values())
+        c.cluster.stop_controller()
+        try:
+            _wait_event(log, lambda e: e.get("event") == "cycle" and "controller_down" in e.get("error", ""),
+                        30, proc, "a skipped cycle")
+            time.sleep(1.5)
+            assert proc.poll() is None
+            skipped = [e for e in _events(log) if e.get("event") == "cycle" and e["outcome"] == "skipped"]
+            assert skipped and all(e["changed"] == 0 and e["slurm_calls"] == 1 for e in skipped)
+        finally:
+            c.cluster.start_controller()
+        n = len(_events(log))
+        _wait_event(log, lambda e: e.get("event") == "cycle" and e["outcome"] == "applied"
+                    and _events(log).index(e) >= n, 30, proc, "an applied cycle after the restart")
+        state = json.loads((tmp_path / "state.json").read_text())
+        assert set(state["jobs"]) & set(ids.values())
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0, log.read_text()[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    stopped = next(e for e in _events(log) if e.get("event") == "stopped")
+    assert stopped["remaining"] == 0 and stopped["restored_jobs"] > 0
+    prio = c.sprio()
+    assert all(prio[j][1] == 0 for j in ids.values())
+    assert json.loads((tmp_path / "state.json").read_text())["jobs"] == {}
