@@ -1,0 +1,119 @@
+"""A real Prometheus (Debian package) scrapes the real daemon's /metrics: every documented series is
+there, with no per-job labels. The daemon runs ``--backend sim`` so that this needs no Slurm."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.prometheus
+
+DOCUMENTED = (
+    "rltune_cycle_seconds_bucket", "rltune_cycle_seconds_count", "rltune_pending_jobs",
+    "rltune_queue_wait_seconds_bucket", "rltune_gpu_utilization_ratio", "rltune_priority_updates_total",
+    "rltune_placement_hints_total", "rltune_errors_total", "rltune_model_info", "rltune_milp_fallbacks_total",
+    "rltune_job_start_wait_seconds_bucket", "rltune_oldest_pending_wait_seconds",
+    "rltune_last_cycle_timestamp_seconds", "rltune_cycles_total",
+)
+ALLOWED_LABELS = {"__name__", "instance", "job", "kind", "action", "outcome", "model", "schema_hash",
+                  "fallback", "le"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _prometheus_bin() -> str:
+    path = shutil.which("prometheus")
+    if path is None:
+        if os.geteuid() != 0:
+            pytest.skip("the prometheus package is not installed (and not root to install it)")
+        pytest.fail("Prometheus is missing: run `make setup` (it installs the Debian package `prometheus`)")
+    return path
+
+
+def _get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return json.loads(r.read())
+
+
+@pytest.fixture
+def scraped(tmp_path: Path) -> Iterator[int]:
+    """Daemon (sim backend) + Prometheus scraping it every second; yields Prometheus's port."""
+    prom = _prometheus_bin()
+    mport, pport = _free_port(), _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RLTUNE_")}
+    env |= {"RLTUNE_METRICS__PORT": str(mport), "RLTUNE_SIM__SPEEDUP": "600", "RLTUNE_SIM__JOBS": "400",
+            "RLTUNE_BASE_POLICY": "sjf", "RLTUNE_LOG__LEVEL": "warning"}
+    daemon = subprocess.Popen([sys.executable, "-m", "rltune_daemon.cli.daemon", "--backend", "sim"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    cfg = tmp_path / "prometheus.yml"
+    cfg.write_text("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n"
+                   f"  - job_name: rltune\n    static_configs:\n      - targets: ['127.0.0.1:{mport}']\n")
+    server = subprocess.Popen([prom, f"--config.file={cfg}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                               f"--web.listen-address=127.0.0.1:{pport}", "--log.level=warn"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        yield pport
+    finally:
+        for p in (server, daemon):
+            p.terminate()
+        for p in (server, daemon):
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def _query(port: int, q: str) -> list[dict[str, Any]]:
+    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": q})
+    data = _get(url)
+    assert data["status"] == "success"
+    return list(data["data"]["result"])
+
+
+def test_prometheus_scrapes_the_documented_series(scraped: int) -> None:
+    port = scraped
+    deadline = time.monotonic() + 60
+    result: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        try:
+            result = _query(port, "rltune_cycle_seconds_count > 2")
+        except OSError:
+            result = []
+        if result:
+            break
+        time.sleep(0.5)
+    assert result, "Prometheus never scraped a daemon cycle"
+    names = set(_get(f"http://127.0.0.1:{port}/api/v1/label/__name__/values")["data"])
+    missing = [n for n in DOCUMENTED if n not in names]
+    assert not missing, missing
+    assert float(_query(port, 'up{job="rltune"}')[0]["value"][1]) == 1
+    kinds = {r["metric"]["kind"] for r in _query(port, "rltune_errors_total")}
+    assert kinds >= {"controller_down", "timeout"}
+    (info,) = _query(port, "rltune_model_info == 1")
+    assert info["metric"]["model"] == "sjf" and info["metric"].get("fallback", "") == ""  # empty: dropped
+    match = urllib.parse.urlencode({"match[]": '{__name__=~"rltune_.*"}'})
+    series = _get(f"http://127.0.0.1:{port}/api/v1/series?{match}")
+    labels = {k for s in series["data"] for k in s}
+    assert labels <= ALLOWED_LABELS, labels - ALLOWED_LABELS  # no per-job labels
+    promtool = shutil.which("promtool")
+    if promtool:
+        argv = [promtool, "query", "instant", f"http://127.0.0.1:{port}", "rltune_pending_jobs"]
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=True).stdout
+        assert "rltune_pending_jobs" in out
