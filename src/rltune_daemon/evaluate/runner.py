@@ -6,6 +6,7 @@ number. QSSF learns its history from the training split first, as Helios does.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from collections.abc import Callable
@@ -100,14 +101,16 @@ def evaluate(cfg: EvalConfig, progress: bool = True) -> dict[str, Any]:
     workers = min(cfg.jobs or os.cpu_count() or 1, len(tasks))
     out: list[dict[str, Any]] = []
     t0 = time.perf_counter()
+    _init(cfg)  # in this process first: bad input fails here with its one-line error, not in a worker
     bar = tqdm(total=len(tasks), desc=f"evaluate {cfg.trace}", unit="run", disable=not progress)
     if workers <= 1:
-        _init(cfg)
         for p, k in tasks:
             out.append(_run(p, k))
             bar.update()
     else:
-        with ProcessPoolExecutor(max_workers=workers, initializer=_init, initargs=(cfg,)) as pool:
+        # spawn, not fork: forking a parent whose torch/OpenMP threads are running can crash the child
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(workers, ctx, initializer=_init, initargs=(cfg,)) as pool:
             futures = [pool.submit(_run, p, k) for p, k in tasks]
             for fut in as_completed(futures):
                 out.append(fut.result())

@@ -28,11 +28,12 @@ def feature_matrix(view: QueueView, mode: str) -> np.ndarray[Any, np.dtype[np.fl
     """Actor inputs for ``mode``: ``sampled`` (paper: engineered features, heuristic sampling to 8)
     or ``naive`` (the raw visible job features only; the paper's naive-RLTune ablation)."""
     from rltune_daemon import features
+    from rltune_daemon.features.naive import naive_features
 
     if mode == "sampled":
         return features.actor_features(view)
     if mode == "naive":
-        return features.naive_features(view)
+        return naive_features(view)
     raise UserError(f"unknown feature mode {mode!r}: expected 'sampled' or 'naive'")
 
 
@@ -67,14 +68,14 @@ class LearnedPolicy(Policy):
         x = torch.from_numpy(feature_matrix(view, self.feature_mode))
         with torch.no_grad():
             out = self.actor(x)
-        return np.asarray(out.numpy(), dtype=np.float64)
+        return np.asarray(out.detach().numpy(), dtype=np.float64)
 
     def scores(self, view: QueueView) -> F64:
         if not len(view.idx):
             return np.zeros(0)
         s = self.raw_scores(view)
         # Keep chunks apart whatever the actor says: squash scores into (-1, 1) and offset by chunk.
-        return chunk_rank(view) * 4.0 - np.tanh(s / 8.0)
+        return np.asarray(chunk_rank(view) * 4.0 - np.tanh(s / 8.0), dtype=np.float64)
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
@@ -98,12 +99,13 @@ def load_learned(path: str | Path) -> LearnedPolicy:
     import torch
 
     from rltune_daemon import features
+    from rltune_daemon.features import naive
 
     p = Path(path)
     manifest = read_manifest(p)
     want = manifest.get("schema_hash")
     mode = str(manifest.get("features", "sampled"))
-    have = features.SCHEMA_HASH if mode == "sampled" else features.NAIVE_SCHEMA_HASH
+    have = features.SCHEMA_HASH if mode == "sampled" else naive.NAIVE_SCHEMA_HASH
     if want != have:
         raise UserError(f"model {p}: feature schema {want!r} does not match this version's {have!r}; "
                         "retrain the model with this version")
@@ -111,9 +113,9 @@ def load_learned(path: str | Path) -> LearnedPolicy:
     if not model.is_file():
         raise UserError(f"model {p}: {MODEL_FILE} is missing")
     try:
-        actor = torch.jit.load(str(model), map_location="cpu")
+        actor = torch.jit.load(str(model), map_location="cpu")  # type: ignore[no-untyped-call]
         actor.eval()
-        dim = features.ACTOR_DIM if mode == "sampled" else features.NAIVE_DIM
+        dim = features.ACTOR_DIM if mode == "sampled" else naive.NAIVE_DIM
         probe = actor(torch.zeros(2, dim))
         if tuple(probe.shape) != (2,) or not bool(torch.isfinite(probe).all()):
             raise ValueError(f"scores of shape {tuple(probe.shape)}")

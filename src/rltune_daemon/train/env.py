@@ -46,12 +46,14 @@ class RLTuneEnv(gym.Env[dict[str, np.ndarray], int]):
         self.base_name = base
         self.mode = features
         self.metric = metric
-        dim = feats.ACTOR_DIM if features == "sampled" else feats.NAIVE_DIM
-        self.observation_space = spaces.Dict({
+        from rltune_daemon.features.naive import NAIVE_DIM
+
+        dim = feats.ACTOR_DIM if features == "sampled" else NAIVE_DIM
+        self.observation_space = spaces.Dict({  # type: ignore[assignment]
             "jobs": spaces.Box(-OBS_BOUND, OBS_BOUND, (MAX_QUEUE, dim), np.float32),
             "mask": spaces.MultiBinary(MAX_QUEUE),
         })
-        self.action_space = spaces.Discrete(MAX_QUEUE)
+        self.action_space = spaces.Discrete(MAX_QUEUE)  # type: ignore[assignment]
         self._steps: Generator[I64, I64, SimResult] | None = None
         self._sim: Simulator | None = None
         self._pending: I64 = np.zeros(0, dtype=np.int64)

@@ -25,6 +25,7 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
                  best: dict[str, Any]) -> dict[str, Any]:
     from rltune_daemon import features
     from rltune_daemon.evaluate.runner import EvalConfig, evaluate
+    from rltune_daemon.features import naive
 
     out = args.out
     actor.eval()
@@ -40,9 +41,9 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
         "mode": args.mode,
         "features": args.features,
         "placement": sampled,  # the naive ablation also runs without the MILP
-        "schema_hash": features.SCHEMA_HASH if sampled else features.NAIVE_SCHEMA_HASH,
-        "schema": features.schema() if sampled else features.naive_schema(),
-        "input_dim": features.ACTOR_DIM if sampled else features.NAIVE_DIM,
+        "schema_hash": features.SCHEMA_HASH if sampled else naive.NAIVE_SCHEMA_HASH,
+        "schema": features.schema() if sampled else naive.naive_schema(),
+        "input_dim": features.ACTOR_DIM if sampled else naive.NAIVE_DIM,
         "seed": args.seed,
         "torch": torch.__version__,
         "python": platform.python_version(),
@@ -59,6 +60,7 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
     if args.heldout_windows > 0:
         spec = f"rltune:{out}"
         cfg = EvalConfig(trace=args.trace, policies=(args.base, spec), windows=args.heldout_windows,
+                         window_size=args.heldout_window_size,
                          seed=args.seed, estimates=args.estimates, mode=args.mode, opts=args.opts,
                          jobs=args.workers)
         res = evaluate(cfg, progress=args.progress)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import multiprocessing
 import os
 import time
 from collections.abc import Sequence
@@ -64,6 +65,7 @@ class TrainArgs:
     validation_episodes: int = 8
     max_iterations: int = 0  # 0 = until the time budget is spent
     heldout_windows: int = 10
+    heldout_window_size: int = 1024
     progress: bool = True
 
 
@@ -142,8 +144,9 @@ def _rollouts(payload: tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], l
 
 def _input_dim(mode: str) -> int:
     from rltune_daemon import features
+    from rltune_daemon.features.naive import NAIVE_DIM
 
-    return int(features.ACTOR_DIM if mode == "sampled" else features.NAIVE_DIM)
+    return int(features.ACTOR_DIM if mode == "sampled" else NAIVE_DIM)
 
 
 # ----------------------------------------------------------------------------- PPO update
@@ -194,9 +197,9 @@ def ppo_update(actor: Actor, critic: Critic, opt: torch.optim.Optimizer, steps: 
                 log_ratio = logp - old_logp[mb]
                 stats["approx_kl"].append(float(((ratio - 1) - log_ratio).mean()))
                 stats["clipfrac"].append(float(((ratio - 1).abs() > args.clip).float().mean()))
-            stats["policy_loss"].append(float(pg))
-            stats["value_loss"].append(float(vloss))
-            stats["entropy"].append(float(ent))
+            stats["policy_loss"].append(pg.item())
+            stats["value_loss"].append(vloss.item())
+            stats["entropy"].append(ent.item())
     return {k: float(np.mean(v)) if v else math.nan for k, v in stats.items()}
 
 
@@ -225,7 +228,8 @@ def train(args: TrainArgs) -> dict[str, Any]:
     budget = args.minutes * 60.0
     pool = None
     if workers > 1:
-        pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(args,))
+        ctx = multiprocessing.get_context("spawn")  # no fork after torch started its threads
+        pool = ProcessPoolExecutor(workers, ctx, initializer=_worker_init, initargs=(args,))
     bar = tqdm(total=int(budget), unit="s", desc=f"train {args.trace}", disable=not args.progress)
 
     def run(jobs: list[tuple[int, int]], deterministic: bool) -> list[dict[str, Any]]:

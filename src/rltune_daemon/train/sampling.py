@@ -55,7 +55,8 @@ class SamplingPolicy(Policy):
         if not n:
             return np.zeros(0)
         chunk = chunk_rank(view)
-        x_all = feature_matrix(view, self.mode)
+        fs = features.build(view) if self.mode == "sampled" else None
+        x_all = fs.actor if fs is not None else feature_matrix(view, self.mode)
         with torch.no_grad():
             s_all: F64 = self.actor(torch.from_numpy(x_all)).numpy().astype(np.float64)
         out: F64 = (chunk * 4.0 - np.tanh(s_all / 8.0)).astype(np.float64)
@@ -66,7 +67,7 @@ class SamplingPolicy(Policy):
         perm = np.argsort(-(s + self.rng.gumbel(size=len(s))), kind="stable")
         out[cand[perm]] = -1.0 + np.arange(len(perm)) / len(perm)  # sampled order inside (-1, 0]
         picks = perm[: self.top_m].astype(np.int64)
-        crit = features.critic_features(view)[cand]
+        crit = (fs.critic if fs is not None else features.critic_features(view))[cand]
         st = torch.from_numpy(s.astype(np.float32)).unsqueeze(0)
         mask = torch.ones_like(st, dtype=torch.bool)
         with torch.no_grad():
