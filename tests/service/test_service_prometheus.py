@@ -51,13 +51,14 @@ def _get(url: str) -> Any:
         return json.loads(r.read())
 
 
-@pytest.fixture
-def scraped(tmp_path: Path) -> Iterator[int]:
+@pytest.fixture(scope="module")
+def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """Daemon (sim backend) + Prometheus scraping it every second; yields Prometheus's port."""
+    tmp_path = tmp_path_factory.mktemp("prometheus")
     prom = _prometheus_bin()
     mport, pport = _free_port(), _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLTUNE_")}
-    env |= {"RLTUNE_METRICS__PORT": str(mport), "RLTUNE_SIM__SPEEDUP": "600", "RLTUNE_SIM__JOBS": "400",
+    env |= {"RLTUNE_METRICS__PORT": str(mport), "RLTUNE_SIM__SPEEDUP": "300", "RLTUNE_SIM__JOBS": "600",
             "RLTUNE_BASE_POLICY": "sjf", "RLTUNE_LOG__LEVEL": "warning"}
     daemon = subprocess.Popen([sys.executable, "-m", "rltune_daemon.cli.daemon", "--backend", "sim"], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -117,3 +118,24 @@ def test_prometheus_scrapes_the_documented_series(scraped: int) -> None:
         argv = [promtool, "query", "instant", f"http://127.0.0.1:{port}", "rltune_pending_jobs"]
         out = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=True).stdout
         assert "rltune_pending_jobs" in out
+
+
+def test_grafana_dashboard_queries_run_on_prometheus(scraped: int) -> None:
+    """Every expression of deploy/grafana/rltune.json parses and, once data is in, returns series."""
+    port = scraped
+    dash_file = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "rltune.json"
+    dash = json.loads(dash_file.read_text())
+    exprs = [t["expr"].replace("$__rate_interval", "1m") for p in dash["panels"] for t in p["targets"]]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # rate() needs a few scrapes in its window
+        try:
+            if _query(port, "count_over_time(rltune_pending_jobs[1m]) >= 5"):
+                break
+        except OSError:
+            pass
+        time.sleep(0.5)
+    empty = []
+    for e in exprs:
+        if not _query(port, e) and "> 0" not in e and "start_wait" not in e:
+            empty.append(e)
+    assert not empty, empty
