@@ -1,0 +1,74 @@
+"""The schema hash is what a trained model's manifest stores: it must be stable across runs and change
+whenever anything that changes the model's input changes."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from rltune_daemon import features
+from rltune_daemon.features.schema import ACTOR_SLOTS, CRITIC_SLOTS, FEATURES, Norm, schema_hash
+
+PINNED = "a6d9872f25121d96"  # update deliberately: every trained model's manifest stores this value
+
+
+def test_api_shape() -> None:
+    assert len(features.FEATURE_NAMES) == 17 and len(set(features.FEATURE_NAMES)) == 17
+    assert (features.ACTOR_DIM, features.CRITIC_DIM) == (8, 5)
+    s = features.schema()
+    json.dumps(s)  # JSON-ready for the manifest
+    assert s["hash"] == features.SCHEMA_HASH and s["names"] == list(features.FEATURE_NAMES)
+    assert len(s["actor_slots"]) == 8 and len(s["critic_slots"]) == 5
+
+
+def test_hash_is_pinned_and_stable_across_processes() -> None:
+    assert features.SCHEMA_HASH == PINNED
+    code = "from rltune_daemon import features; print(features.SCHEMA_HASH)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONHASHSEED": "123"})
+    assert out.stdout.strip() == PINNED
+
+
+def _swap(i: int, **changes: object) -> tuple[features.schema.FeatureSpec, ...]:
+    specs = list(FEATURES)
+    specs[i] = dataclasses.replace(specs[i], **changes)  # type: ignore[arg-type]
+    return tuple(specs)
+
+
+@pytest.mark.parametrize("variant", [
+    lambda: (_swap(0, name="job_id"), ACTOR_SLOTS, CRITIC_SLOTS),
+    lambda: (_swap(3, norm=Norm("log1p", 1.0, 32.0)), ACTOR_SLOTS, CRITIC_SLOTS),
+    lambda: (_swap(14, params=(("time_floor_s", 60.0), ("age_scale_s", 86400.0))), ACTOR_SLOTS, CRITIC_SLOTS),
+    lambda: (FEATURES[1:] + FEATURES[:1], ACTOR_SLOTS, CRITIC_SLOTS),  # order
+    lambda: (FEATURES, (dataclasses.replace(ACTOR_SLOTS[0], threshold=0.4), *ACTOR_SLOTS[1:]), CRITIC_SLOTS),
+    lambda: (FEATURES, ACTOR_SLOTS, CRITIC_SLOTS[::-1]),
+], ids=["name", "normalisation", "params", "order", "actor-rule", "critic-order"])
+def test_hash_changes_with_schema(variant) -> None:  # type: ignore[no-untyped-def]
+    assert schema_hash(*variant()) != features.SCHEMA_HASH
+
+
+def test_descriptions_are_not_hashed() -> None:
+    edited = _swap(0, formula="reworded", source="reworded")
+    assert schema_hash(edited) == features.SCHEMA_HASH
+
+
+def test_normalisation_reads_the_declared_constants(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hash covers the constants because the computing code reads them from the declarations."""
+    from feature_helpers import NOW, view_of
+
+    from rltune_daemon.domain.cluster import NodeSpec
+    from rltune_daemon.domain.jobs import Job
+    from rltune_daemon.features.schema import INDEX
+
+    compute = importlib.import_module("rltune_daemon.features.build")  # the module, not features.build()
+    v = view_of([NodeSpec("n0", "a", 8, 8, 8000)], [], [Job("x", NOW - 100, 4, 3600.0)])
+    i = INDEX["req_gpus"]
+    assert features.raw_features(v)[0, i] == pytest.approx(math.log1p(4) / math.log1p(64))
+    monkeypatch.setattr(compute, "FEATURES", _swap(i, norm=Norm("log1p", 1.0, 32.0)))
+    assert features.raw_features(v)[0, i] == pytest.approx(math.log1p(4) / math.log1p(32))
