@@ -109,7 +109,9 @@ def test_failed_and_unknown_updates_are_counted_and_settled_by_the_next_read(tmp
     backend.statuses = {}
     d.cycle()
     assert d.state.jobs["2"].fields["site_factor"].confirmed
-    assert [u.job_id for u in backend.applied[1]] == ["1"]  # only the one still wrong is re-sent
+    # only the priority still wrong is re-sent (job 2's placement hint was not in the scripted read, so it
+    # may be re-sent; that is the hint rule's business, not this test's)
+    assert [u.job_id for u in backend.applied[1] if u.site_factor is not None] == ["1"]
 
 
 def test_missing_model_falls_back_loudly(tmp_path: Path) -> None:

@@ -32,6 +32,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--heldout-windows", type=int, default=10,
                    help="held-out windows evaluated after training and recorded in the manifest (0: skip)")
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--warm-start", type=int, default=0, metavar="EPISODES",
+                   help="first imitate the base policy's ranking on this many episodes (0: random init)")
     p.set_defaults(func=run)
 
 
@@ -49,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         features=args.features, metric=args.metric, estimates=args.estimates, opts=parse_opts(args.opt),
         workers=args.workers, episodes_per_iter=args.episodes_per_iter, episode_jobs=args.episode_jobs,
         max_iterations=args.max_iterations, heldout_windows=args.heldout_windows, lr=args.lr,
+        warm_start_episodes=args.warm_start,
         progress=sys.stderr.isatty(),
     )
     manifest = train(targs)

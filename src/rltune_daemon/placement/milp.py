@@ -202,19 +202,25 @@ def solve(problem: Problem, opts: MilpOptions) -> list[int]:
     if len(problem.rows) == 1:  # one job: its best option is the optimum, no solver needed
         return [int(np.argmax(problem.coef))]
     prob, x = _model(problem)
+    t0 = time.perf_counter()
     try:
         _solve_lp(prob, opts)
     except pulp.PulpSolverError as err:
         raise SolveError("solver-error", str(err)) from err
+    spent = time.perf_counter() - t0
     status, sol = int(prob.status), int(prob.sol_status)
     if status == pulp.LpStatusOptimal and sol == pulp.LpSolutionOptimal:
         return [i for i, v in enumerate(x) if (v.value() or 0.0) > 0.5]
-    if status in (pulp.LpStatusOptimal, pulp.LpStatusNotSolved):  # CBC "Stopped on time"
+    # The model always has a feasible point (nothing placed, or the greedy solution), so CBC's "Integer
+    # infeasible" only means it stopped before finding one: on the clock, that is a timeout.
+    if status in (pulp.LpStatusOptimal, pulp.LpStatusNotSolved) or (
+            status == pulp.LpStatusInfeasible and spent >= opts.time_limit):
         raise SolveError("timeout", f"no proven optimum within {opts.time_limit}s "
-                                     f"({pulp.LpSolution.get(sol, sol)})")
+                                    f"(CBC: {pulp.LpStatus.get(status, status)}, "
+                                    f"{pulp.LpSolution.get(sol, sol)})")
     if status == pulp.LpStatusInfeasible:
-        raise SolveError("infeasible", pulp.LpStatus[status])
-    raise SolveError("solver-error", f"status {pulp.LpStatus.get(status, status)}")
+        raise SolveError("infeasible", "CBC reports the model infeasible")
+    raise SolveError("solver-error", f"CBC status {pulp.LpStatus.get(status, status)}")
 
 
 def _place_tail(ctx: PlacementContext, rows: I64, chosen: dict[int, Allocation],

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[str, Any]],
-                 best: dict[str, Any]) -> dict[str, Any]:
+                 best: dict[str, Any], warm_start: dict[str, float] | None = None) -> dict[str, Any]:
     from rltune_daemon import features
     from rltune_daemon.evaluate.runner import EvalConfig, evaluate
     from rltune_daemon.features import naive
@@ -52,6 +52,7 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
         "best_iteration": best.get("iteration"),
         "validation_reward": None if best.get("val_reward", -math.inf) == -math.inf else best["val_reward"],
         "reward_metric": args.metric,
+        "warm_start": warm_start or None,
         "episode_jobs": args.episode_jobs,
         "hyperparameters": {k: v for k, v in vars(args).items() if k not in {"out", "trace", "opts"}
                             and not isinstance(v, Path)},

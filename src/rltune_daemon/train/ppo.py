@@ -60,17 +60,20 @@ class TrainArgs:
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     top_m: int = 16
+    max_steps_per_episode: int = 256
     hidden: int = 64
     validate_every: int = 5
     validation_episodes: int = 8
     max_iterations: int = 0  # 0 = until the time budget is spent
     heldout_windows: int = 10
     heldout_window_size: int = 1024
+    warm_start_episodes: int = 0  # >0: imitate the base policy on that many episodes before PPO
     progress: bool = True
 
 
 # ----------------------------------------------------------------------------- episodes (workers)
 _W: dict[str, Any] = {}
+METRICS = ("bsld", "wait_mean")
 
 
 def _worker_init(args: TrainArgs) -> None:
@@ -121,14 +124,22 @@ def _episode(actor: Actor, critic: Critic, start: int, seed: int, deterministic:
     from rltune_daemon.sim.modes import planner_controller
 
     args: TrainArgs = _W["args"]
-    policy = SamplingPolicy(actor, critic, args.features, np.random.default_rng(seed), args.top_m,
-                            deterministic)
+    base = _base_metrics(start)
+    if not deterministic and float(base["wait_mean"]) <= 0.0:
+        # No job ever waited under the base policy: no ordering can do better, nothing to learn.
+        return {"steps": [], "reward": 0.0, "start": start, "skipped": True,
+                "rl": {k: base[k] for k in METRICS}, "base": {k: base[k] for k in METRICS}}
+    rng = np.random.default_rng(seed)
+    policy = SamplingPolicy(actor, critic, args.features, rng, args.top_m, deterministic)
     ctl = planner_controller(policy, args.mode, placement=False)
     res = Simulator(episode_workload(_W["train"], start, args.episode_jobs), ctl).run()
-    base = _base_metrics(start)
-    return {"steps": policy.steps, "reward": reward(base, res.metrics, args.metric), "start": start,
-            "rl": {k: res.metrics[k] for k in ("bsld", "wait_mean")},
-            "base": {k: base[k] for k in ("bsld", "wait_mean")}}
+    steps = policy.steps
+    if len(steps) > args.max_steps_per_episode:  # every step shares the episode's return: a sample will do
+        keep = np.sort(rng.choice(len(steps), args.max_steps_per_episode, replace=False))
+        steps = [steps[i] for i in keep]
+    return {"steps": steps, "reward": reward(base, res.metrics, args.metric), "start": start,
+            "skipped": False, "rl": {k: res.metrics[k] for k in METRICS},
+            "base": {k: base[k] for k in METRICS}}
 
 
 def _rollouts(payload: tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], list[tuple[int, int]], bool]
@@ -217,6 +228,9 @@ def train(args: TrainArgs) -> dict[str, Any]:
     n_starts = len(train_wl.jobs) - args.episode_jobs
     dim = _input_dim(args.features)
     actor, critic = Actor(dim, args.hidden), Critic(5, args.hidden)
+    warm: dict[str, float] = {}
+    if args.warm_start_episodes > 0:
+        warm = warm_start(actor, args, train_wl, rng, n_starts)
     opt = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=args.lr)
     val_rng = np.random.default_rng(args.seed + 7919)
     val_jobs = [(int(s), 0) for s in val_rng.integers(0, n_starts, args.validation_episodes)]
@@ -251,12 +265,15 @@ def train(args: TrainArgs) -> dict[str, Any]:
             it += 1
             starts = rng.integers(0, n_starts, args.episodes_per_iter)
             jobs = [(int(s), int(rng.integers(2**31))) for s in starts]
-            episodes = run(jobs, deterministic=False)
+            episodes = [ep for ep in run(jobs, deterministic=False) if not ep["skipped"]]
+            if not episodes:
+                continue
             steps = [st for ep in episodes for st in ep["steps"]]
             returns = np.array([ep["reward"] for ep in episodes for _ in ep["steps"]], dtype=np.float64)
             stats = ppo_update(actor, critic, opt, steps, returns, args, rng) if steps else {}
             row: dict[str, Any] = {
-                "iteration": it, "minutes": (time.perf_counter() - t_start) / 60.0, "steps": len(steps),
+                "iteration": it, "minutes": (time.perf_counter() - t_start) / 60.0, "episodes": len(episodes),
+                "steps": len(steps),
                 "reward": float(np.mean([ep["reward"] for ep in episodes])),
                 "rl_bsld": float(np.mean([ep["rl"]["bsld"] for ep in episodes])),
                 "base_bsld": float(np.mean([ep["base"]["bsld"] for ep in episodes])),
@@ -274,6 +291,12 @@ def train(args: TrainArgs) -> dict[str, Any]:
                             "optimizer": opt.state_dict(), "iteration": it, "args": asdict(args)},
                            args.out / "checkpoints" / "last.pt")
             rows.append(row)
+            _write_csv(args.out / "training.csv", rows)
+            if not args.progress:
+                print(f"iter {it} min {row['minutes']:.1f} episodes {row['episodes']} "
+                      f"reward {row['reward']:+.3f} "
+                      f"val {row['val_reward']:+.3f} bsld {row['rl_bsld']:.2f}/{row['base_bsld']:.2f} "
+                      f"wait {row['rl_wait']:.0f}/{row['base_wait']:.0f}", flush=True)
             bar.set_postfix(it=it, reward=f"{row['reward']:+.3f}", val=f"{best['val_reward']:+.3f}")
             bar.n = min(int(time.perf_counter() - t_start), int(budget))
             bar.refresh()
@@ -287,8 +310,28 @@ def train(args: TrainArgs) -> dict[str, Any]:
     _write_csv(args.out / "training.csv", rows)
     title = f"{args.trace}: RLTune vs {args.base} ({args.mode} mode)"
     plot_curve(rows, args.out / "training_curve.png", title)
-    summary = export_model(actor, args, train_minutes, rows, best)
+    summary = export_model(actor, args, train_minutes, rows, best, warm)
     return summary
+
+
+def warm_start(actor: Actor, args: TrainArgs, train_wl: Workload, rng: np.random.Generator,
+               n_starts: int) -> dict[str, float]:
+    """Behaviour-clone the base policy's ranking (see ``imitation``); returns what was done."""
+    from rltune_daemon.policies import make_policy
+    from rltune_daemon.sim import Simulator
+    from rltune_daemon.sim.modes import planner_controller
+    from rltune_daemon.train.imitation import ImitationRecorder, fit_imitation
+
+    t0 = time.perf_counter()
+    samples = []
+    for start in rng.integers(0, n_starts, args.warm_start_episodes):
+        rec = ImitationRecorder(make_policy(args.base), args.features, args.top_m)
+        ctl = planner_controller(rec, args.mode, placement=False)
+        Simulator(episode_workload(train_wl, int(start), args.episode_jobs), ctl).run()
+        samples.extend(rec.samples)
+    nll = fit_imitation(actor, samples, args.top_m, seed=args.seed)
+    return {"episodes": args.warm_start_episodes, "decisions": len(samples), "nll_per_pick": nll,
+            "seconds": time.perf_counter() - t0}
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:

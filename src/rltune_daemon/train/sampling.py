@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
 
 from rltune_daemon.domain.arrays import F64
 from rltune_daemon.policies.base import Policy, QueueView
 from rltune_daemon.policies.learned import chunk_rank, feature_matrix
-from rltune_daemon.train.network import Actor, Critic, plackett_luce_logp
+from rltune_daemon.train.fastnet import FastActor, FastCritic, plackett_luce_logp_np
+from rltune_daemon.train.network import Actor, Critic
 
 F32 = np.ndarray[Any, np.dtype[np.float32]]
 
@@ -40,8 +40,8 @@ class SamplingPolicy(Policy):
 
     def __init__(self, actor: Actor, critic: Critic, mode: str, rng: np.random.Generator, top_m: int = 16,
                  deterministic: bool = False) -> None:
-        self.actor = actor
-        self.critic = critic
+        self.actor = FastActor(actor)
+        self.critic = FastCritic(critic)
         self.mode = mode
         self.rng = rng
         self.top_m = top_m
@@ -57,8 +57,7 @@ class SamplingPolicy(Policy):
         chunk = chunk_rank(view)
         fs = features.build(view) if self.mode == "sampled" else None
         x_all = fs.actor if fs is not None else feature_matrix(view, self.mode)
-        with torch.no_grad():
-            s_all: F64 = self.actor(torch.from_numpy(x_all)).numpy().astype(np.float64)
+        s_all: F64 = self.actor(x_all)
         out: F64 = (chunk * 4.0 - np.tanh(s_all / 8.0)).astype(np.float64)
         cand = np.flatnonzero(chunk == 0)
         if len(cand) < 2 or self.deterministic:
@@ -68,10 +67,6 @@ class SamplingPolicy(Policy):
         out[cand[perm]] = -1.0 + np.arange(len(perm)) / len(perm)  # sampled order inside (-1, 0]
         picks = perm[: self.top_m].astype(np.int64)
         crit = (fs.critic if fs is not None else features.critic_features(view))[cand]
-        st = torch.from_numpy(s.astype(np.float32)).unsqueeze(0)
-        mask = torch.ones_like(st, dtype=torch.bool)
-        with torch.no_grad():
-            logp = float(plackett_luce_logp(st, mask, torch.from_numpy(picks).unsqueeze(0))[0])
-            value = float(self.critic(torch.from_numpy(crit).unsqueeze(0), mask)[0])
-        self.steps.append(Step(x_all[cand], crit, picks, logp, value))
+        logp = plackett_luce_logp_np(s, picks)
+        self.steps.append(Step(x_all[cand], crit, picks, logp, self.critic(crit)))
         return out
