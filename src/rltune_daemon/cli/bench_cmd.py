@@ -1,5 +1,5 @@
 """``rltune bench``: timings as benchmarks (never as test assertions). ``sim`` times one whole-trace
-simulation."""
+simulation; ``decide`` times one daemon decision (see ``bench_decide``)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s.add_argument("--policy", default="fcfs")
     s.add_argument("--repeat", type=int, default=1, help="runs; the JSON reports each and the best")
     s.set_defaults(func=bench_sim)
+    from rltune_daemon.cli import bench_decide
+
+    bench_decide.register(bsub)
 
 
 def machine() -> dict[str, Any]:
