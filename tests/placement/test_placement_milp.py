@@ -147,3 +147,49 @@ def test_make_milp_placer() -> None:
         make_milp_placer(time_limt=1.0)
     empty = milp_placer(ctx, np.array([], dtype=np.int64))
     assert empty.allocations == {} and empty.solver == "milp"
+
+
+def _two_job_context() -> PlacementContext:
+    nodes = [NodeSpec("n0", "a", 8, 32, 8000), NodeSpec("n1", "a", 8, 32, 8000)]
+    return context(nodes, [], [Job("a", 0, 4, 3600.0), Job("b", 1, 8, 3600.0)])
+
+
+@pytest.mark.parametrize(("failure", "reason"), [
+    ("raise", "solver-error"),
+    ("not-solved", "timeout"),
+    ("infeasible", "infeasible"),
+])
+def test_solver_failure_falls_back_to_greedy_and_is_counted(monkeypatch: pytest.MonkeyPatch, failure: str,
+                                                            reason: str) -> None:
+    import pulp
+
+    from rltune_daemon.placement import milp
+
+    def broken(prob: pulp.LpProblem, opts: MilpOptions) -> None:
+        if failure == "raise":
+            raise pulp.PulpSolverError("cbc exploded")
+        prob.status = pulp.LpStatusNotSolved if failure == "not-solved" else pulp.LpStatusInfeasible
+        prob.sol_status = pulp.LpSolutionNoSolutionFound
+
+    ctx = _two_job_context()
+    rows = np.array([0, 1])
+    want = greedy_placer(ctx, rows)
+    milp.reset_fallback_counts()
+    monkeypatch.setattr(milp, "_solve_lp", broken)
+    res = milp_placer(ctx, rows, time_limit=10.0)
+    assert res.solver == "greedy" and res.fallback.startswith(reason)
+    assert {r: a.nodes.tolist() for r, a in res.allocations.items()} == \
+        {r: a.nodes.tolist() for r, a in want.allocations.items()}
+    assert milp.fallback_counts()[reason] == 1
+    assert sum(milp.fallback_counts().values()) == 1
+
+
+def test_inconsistent_solution_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A solver answer that breaks the model (here: every option chosen) is caught, not applied."""
+    from rltune_daemon.placement import milp
+
+    monkeypatch.setattr(milp, "solve", lambda problem, opts: list(range(len(problem.options))))
+    milp.reset_fallback_counts()
+    res = milp_placer(_two_job_context(), np.array([0, 1]), time_limit=10.0)
+    assert res.solver == "greedy" and res.fallback.startswith("inconsistent")
+    assert milp.fallback_counts()["inconsistent"] == 1

@@ -22,7 +22,7 @@ class Placement:
 
     @property
     def is_hint(self) -> bool:
-        """True when the applier should steer the job to ``nodes`` (ReqNodeList)."""
+        """True when the applier should steer the job to ``nodes`` (by excluding every other node)."""
         return self.kind is not PlacementKind.DEFAULT and bool(self.nodes)
 
 
