@@ -40,15 +40,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
+    from rltune_daemon.evaluate.runner import EVAL_DEFAULT_OPTS
     from rltune_daemon.policies import make_policy
     from rltune_daemon.train.ppo import TrainArgs, train
 
     make_policy(args.base)  # validate before any work
+    # train on the same workload the evaluation splits (e.g. testbed with jobs=20480)
+    opts = {**EVAL_DEFAULT_OPTS.get(args.trace, {}), **parse_opts(args.opt)}
     if args.minutes <= 0 and args.max_iterations <= 0:
         raise UserError("--minutes must be positive (or give --max-iterations)")
     targs = TrainArgs(
         trace=args.trace, out=args.out, base=args.base, minutes=args.minutes, seed=args.seed, mode=args.mode,
-        features=args.features, metric=args.metric, estimates=args.estimates, opts=parse_opts(args.opt),
+        features=args.features, metric=args.metric, estimates=args.estimates, opts=opts,
         workers=args.workers, episodes_per_iter=args.episodes_per_iter, episode_jobs=args.episode_jobs,
         max_iterations=args.max_iterations, heldout_windows=args.heldout_windows, lr=args.lr,
         warm_start_episodes=args.warm_start,
