@@ -161,6 +161,9 @@ def _input_dim(mode: str) -> int:
 
 
 # ----------------------------------------------------------------------------- PPO update
+UPDATE_STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac")
+
+
 def _pad(steps: Sequence[Step], top_m: int) -> tuple[torch.Tensor, ...]:
     n = max(len(s.actor_x) for s in steps)
     b = len(steps)
@@ -184,8 +187,7 @@ def ppo_update(actor: Actor, critic: Critic, opt: torch.optim.Optimizer, steps: 
     ret = torch.tensor(returns, dtype=torch.float32)
     adv = ret - values
     adv = (adv - adv.mean()) / (adv.std() + 1e-8) if len(adv) > 1 else adv
-    stats: dict[str, list[float]] = {"policy_loss": [], "value_loss": [], "entropy": [], "approx_kl": [],
-                                     "clipfrac": []}
+    stats: dict[str, list[float]] = {k: [] for k in UPDATE_STATS}
     for _ in range(args.update_epochs):
         order = rng.permutation(len(steps))
         for lo in range(0, len(order), args.minibatch):
@@ -270,7 +272,9 @@ def train(args: TrainArgs) -> dict[str, Any]:
                 continue
             steps = [st for ep in episodes for st in ep["steps"]]
             returns = np.array([ep["reward"] for ep in episodes for _ in ep["steps"]], dtype=np.float64)
-            stats = ppo_update(actor, critic, opt, steps, returns, args, rng) if steps else {}
+            # no update without steps, but the row keeps every column (the CSV header is the first row's)
+            stats = (ppo_update(actor, critic, opt, steps, returns, args, rng) if steps
+                     else dict.fromkeys(UPDATE_STATS, math.nan))
             row: dict[str, Any] = {
                 "iteration": it, "minutes": (time.perf_counter() - t_start) / 60.0, "episodes": len(episodes),
                 "steps": len(steps),

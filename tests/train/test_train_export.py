@@ -1,0 +1,161 @@
+"""Export and load: the TorchScript actor scores exactly like the eager one, a model written by the
+exporter loads through ``load_learned``, and every broken model directory is a one-line ``UserError``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from train_helpers import export_untrained, one_torch_thread, random_view
+
+from rltune_daemon import features
+from rltune_daemon.errors import UserError
+from rltune_daemon.features.naive import NAIVE_DIM, NAIVE_SCHEMA_HASH
+from rltune_daemon.policies.learned import MANIFEST_FILE, MAX_QUEUE, MODEL_FILE, chunk_rank, load_learned
+from rltune_daemon.train.network import Actor
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> Iterator[None]:
+    with one_torch_thread():
+        yield
+
+
+def test_torchscript_equals_eager() -> None:
+    torch.manual_seed(0)
+    actor = Actor(features.ACTOR_DIM).eval()
+    scripted = torch.jit.script(actor)
+    g = torch.Generator().manual_seed(0)
+    # several calls: the profiling executor optimises the graph after the first runs
+    for shape in [(1,), (5,), (300,), (3, 7), (300,), (300,), (2, 256)]:
+        x = torch.randn(*shape, features.ACTOR_DIM, generator=g) * 3
+        with torch.no_grad():
+            assert torch.equal(scripted(x), actor(x)), shape
+
+
+def test_exported_model_loads_and_scores_like_the_actor(tmp_path: Path) -> None:
+    torch.manual_seed(1)
+    actor = Actor(features.ACTOR_DIM)
+    manifest = export_untrained(actor, tmp_path / "m")
+    assert manifest["schema_hash"] == features.SCHEMA_HASH
+    assert manifest["input_dim"] == features.ACTOR_DIM
+    on_disk = json.loads((tmp_path / "m" / MANIFEST_FILE).read_text())
+    assert on_disk["schema_hash"] == features.SCHEMA_HASH and on_disk["features"] == "sampled"
+    learned = load_learned(tmp_path / "m")
+    assert learned.describe() == f"rltune:{tmp_path / 'm'}"
+    g = torch.Generator().manual_seed(1)
+    for n in (1, 17, 300):
+        x = torch.randn(n, features.ACTOR_DIM, generator=g)
+        with torch.no_grad():
+            assert torch.equal(learned.actor(x), actor.eval()(x))
+    # through the policy: features of a real queue, scored by the eager actor
+    view = random_view(40, seed=2)
+    with torch.no_grad():
+        want = actor(torch.from_numpy(features.actor_features(view))).numpy().astype(np.float64)
+    np.testing.assert_array_equal(learned.raw_scores(view), want)
+    # lower runs first: the highest actor output is the smallest score
+    assert int(np.argmin(learned.scores(view))) == int(np.argmax(want))
+
+
+def test_naive_model_round_trip(tmp_path: Path) -> None:
+    torch.manual_seed(2)
+    actor = Actor(NAIVE_DIM)
+    manifest = export_untrained(actor, tmp_path / "naive", features="naive")
+    assert manifest["schema_hash"] == NAIVE_SCHEMA_HASH and manifest["placement"] is False
+    learned = load_learned(tmp_path / "naive")
+    view = random_view(12, seed=3)
+    assert learned.raw_scores(view).shape == (12,)
+
+
+def test_learned_policy_ranks_chunks_by_age() -> None:
+    # whatever the actor says, the oldest MAX_QUEUE jobs come before the rest
+    from rltune_daemon.policies.learned import LearnedPolicy
+
+    torch.manual_seed(3)
+    policy = LearnedPolicy(torch.jit.script(Actor(features.ACTOR_DIM).eval()), {"features": "sampled"})
+    view = random_view(MAX_QUEUE + 40, seed=4)
+    chunk = chunk_rank(view)
+    age_order = np.lexsort((view.idx, view.table.submit[view.idx]))
+    assert (chunk[age_order[:MAX_QUEUE]] == 0).all() and (chunk[age_order[MAX_QUEUE:]] == 1).all()
+    s = policy.scores(view)
+    assert s[chunk == 0].max() < s[chunk == 1].min()
+    assert policy.scores(random_view(0)).shape == (0,)
+
+
+# ----------------------------------------------------------------------------- refusals
+def _good(tmp: Path) -> Path:
+    torch.manual_seed(0)
+    export_untrained(Actor(features.ACTOR_DIM), tmp / "model")
+    return tmp / "model"
+
+
+def _manifest_edit(key: str, value: object) -> Callable[[Path], object]:
+    def edit(p: Path) -> None:
+        data = json.loads((p / MANIFEST_FILE).read_text())
+        data[key] = value
+        (p / MANIFEST_FILE).write_text(json.dumps(data))
+    return edit
+
+
+class _Wide(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x  # [n, dim], not [n]
+
+
+class _Nan(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.sum(-1) * float("nan")
+
+
+def _script(module: torch.nn.Module) -> Callable[[Path], object]:
+    def edit(p: Path) -> None:
+        torch.jit.save(torch.jit.script(module), str(p / MODEL_FILE))
+    return edit
+
+
+BROKEN: dict[str, tuple[Callable[[Path], object], str]] = {
+    "missing manifest": (lambda p: (p / MANIFEST_FILE).unlink(), "manifest.json is missing"),
+    "corrupt manifest": (lambda p: (p / MANIFEST_FILE).write_text('{"schema_hash": '), "not valid JSON"),
+    "binary manifest": (lambda p: (p / MANIFEST_FILE).write_bytes(b"\xff\xfe\x00garbage"), "not valid JSON"),
+    "manifest not an object": (lambda p: (p / MANIFEST_FILE).write_text("[1, 2]"), "JSON object"),
+    "schema mismatch": (_manifest_edit("schema_hash", "0123456789abcdef"), "does not match"),
+    "schema missing": (_manifest_edit("schema_hash", None), "does not match"),
+    "schema with newline": (_manifest_edit("schema_hash", "bad\nhash"), "does not match"),
+    "features changed": (_manifest_edit("features", "naive"), "does not match"),
+    "missing actor": (lambda p: (p / MODEL_FILE).unlink(), "actor.pt is missing"),
+    "corrupt actor": (lambda p: (p / MODEL_FILE).write_bytes(b"PK\x03\x04 not a zip at all\n" * 50),
+                      "not a usable TorchScript actor"),
+    "truncated actor": (lambda p: (p / MODEL_FILE).write_bytes((p / MODEL_FILE).read_bytes()[:200]),
+                        "not a usable TorchScript actor"),
+    "state dict, not TorchScript": (
+        lambda p: torch.save(Actor(features.ACTOR_DIM).state_dict(), p / MODEL_FILE),
+        "not a usable TorchScript actor"),
+    "wrong output shape": (_script(_Wide()), "not a usable TorchScript actor"),
+    "non-finite scores": (_script(_Nan()), "not a usable TorchScript actor"),
+    "wrong input width": (_script(Actor(features.ACTOR_DIM + 1)), "not a usable TorchScript actor"),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_broken_model_is_a_one_line_user_error(tmp_path: Path, case: str) -> None:
+    path = _good(tmp_path)
+    load_learned(path)  # the untouched export is fine
+    breaker, needle = BROKEN[case]
+    breaker(path)
+    with pytest.raises(UserError) as info:
+        load_learned(path)
+    msg = str(info.value)
+    assert needle in msg
+    assert "\n" not in msg and msg.strip() == msg and str(path) in msg
+
+
+def test_missing_directory_is_a_one_line_user_error(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="does not exist") as info:
+        load_learned(tmp_path / "nope")
+    assert "\n" not in str(info.value)
+    with pytest.raises(UserError, match="does not exist"):
+        load_learned(str(tmp_path / "nope" / "deeper"))
