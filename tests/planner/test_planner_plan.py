@@ -129,7 +129,7 @@ def test_hints_only_where_the_placer_differs_from_slurm_default() -> None:
     # the default placer = Slurm's own choice: no hint at all
     p = plan(snapshot(pend, nodes), make_policy("fcfs"))
     assert not any(e.placement.is_hint for e in p.entries)
-    assert "starts now" in p.entries[0].reason
+    assert "starts now" in p.entries[0].reason and p.entries[0].starts_now
 
 
 def test_running_jobs_are_never_planned() -> None:

@@ -64,7 +64,7 @@ def entry(job_id: str, rank: int, site: int, *, prio: int = 1000, hint: Sequence
           starts_now: bool = False) -> PlanEntry:
     place = Placement(PlacementKind.SPREAD, tuple(hint)) if hint else Placement()
     reason = "up 1 (test): 10m asked" + ("; starts now" if starts_now or hint else "")
-    return PlanEntry(job_id, rank, 0.0, prio, prio + site, site, place, reason)
+    return PlanEntry(job_id, rank, 0.0, prio, prio + site, site, place, reason, starts_now or bool(hint))
 
 
 def plan_of(*entries: PlanEntry, skipped: Sequence[tuple[str, str]] = ()) -> Plan:

@@ -43,6 +43,7 @@ class PlanEntry:
     site_factor: int
     placement: Placement
     reason: str
+    starts_now: bool = False  # the planner found room for the job now (hints are set only then)
 
 
 @dataclass(frozen=True)

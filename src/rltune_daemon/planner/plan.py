@@ -171,7 +171,7 @@ def plan_inputs(inp: PlanInputs, policy: Policy, cfg: PlannerConfig, mem: Planne
         reason = describe(table, row, now, policy.name, k, base_pos[row], row in guarded, place,
                           row in placements)
         entries.append(PlanEntry(table.ids[row], k + 1, score_of[row], int(current[k]), int(targets[k]),
-                                 int(sites[k]), place, reason))
+                                 int(sites[k]), place, reason, row in placements))
     return Plan(now, policy.name, tuple(entries), tuple(skipped))
 
 

@@ -45,10 +45,8 @@ Kind = Literal["priority", "hint", "clear", "expire", "release", "restore"]
 
 
 def starts_now(e: PlanEntry) -> bool:
-    """Whether the planner found room for the job now (``PlanEntry.starts_now`` where the planner has
-    it, else its reason, which says "starts now" exactly then)."""
-    flag = getattr(e, "starts_now", None)
-    return bool(flag) if flag is not None else "starts now" in e.reason
+    """Whether the planner found room for the job now."""
+    return e.starts_now
 
 
 def main_pass_jobs(plan: Plan) -> frozenset[str]:

@@ -24,7 +24,7 @@ def _placement(e: PlanEntry, decision: Decision) -> str:
         return "hint expired" if ch.kind == "expire" else "hint removed"
     if e.placement.is_hint:
         return f"({','.join(e.placement.nodes)}: not hinted)"
-    if "starts now" in e.reason:
+    if e.starts_now:
         return "starts now" if e.placement.kind is PlacementKind.DEFAULT else e.placement.kind.value
     return "-"
 
