@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Reproduces docs/results.md: trains the shipped models (skipped when models/<trace>-sjf exists; delete it
+# to retrain) and evaluates every policy on 10 held-out windows of 1024 jobs (seed 0), in daemon mode
+# for all and in event mode for the learned policy, plus the naive-feature ablation on philly.
+# Usage: bash docs/scripts/results.sh [TRACE ...]   (default: philly helios alibaba testbed)
+# MINUTES (default 10) is each model's training budget on 2 CPU cores.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+RLTUNE=${RLTUNE:-.venv/bin/rltune}
+MINUTES=${MINUTES:-10}
+BASELINES=fcfs,sjf,wfp3,unicep,f1,multifactor,qssf
+traces=("$@")
+[ ${#traces[@]} -gt 0 ] || traces=(philly helios alibaba testbed)
+for t in "${traces[@]}"; do
+  model=models/$t-sjf
+  if [ ! -f "$model/actor.pt" ]; then
+    "$RLTUNE" train --trace "$t" --base sjf --minutes "$MINUTES" --seed 0 --episode-jobs 1024 \
+      --warm-start 16 --out "$model"
+  fi
+  "$RLTUNE" evaluate --trace "$t" --policies "$BASELINES,rltune:$model" --windows 10 --window-size 1024 \
+    --seed 0 --out "docs/results/$t"
+  "$RLTUNE" evaluate --trace "$t" --policies "rltune:$model" --mode event --windows 10 --window-size 1024 \
+    --seed 0 --out "docs/results/$t-event"
+done
+if [ -z "${SKIP_ABLATION:-}" ]; then
+  model=models/philly-sjf-naive
+  if [ ! -f "$model/actor.pt" ]; then
+    "$RLTUNE" train --trace philly --base sjf --minutes "$MINUTES" --seed 0 --episode-jobs 1024 \
+      --warm-start 16 --features naive --out "$model"
+  fi
+  "$RLTUNE" evaluate --trace philly --policies "rltune:$model" --windows 10 --window-size 1024 --seed 0 \
+    --out docs/results/philly-naive
+fi
