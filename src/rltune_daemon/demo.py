@@ -244,9 +244,11 @@ class Demo:
 
 
 def find_model() -> str:
-    """The first shipped model under ./models (the daemon falls back loudly if it cannot load it)."""
+    """The shipped model trained on the demo's workload (testbed), else the first under ./models (the
+    daemon falls back loudly if it cannot load it)."""
     root = Path("models")
     models = sorted(p for p in root.glob("*") if (p / "manifest.json").exists()) if root.is_dir() else []
+    models.sort(key=lambda p: p.name != "testbed-sjf")
     return str(models[0].resolve()) if models else ""
 
 
