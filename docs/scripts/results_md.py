@@ -1,0 +1,85 @@
+"""Print the tables of docs/results.md from the evaluation outputs under docs/results/.
+
+Usage: .venv/bin/python docs/scripts/results_md.py > /tmp/tables.md   (after docs/scripts/results.sh)
+Every number comes from a results.json written by ``rltune evaluate``; the command is printed with it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1] / "results"
+TRACES = ("philly", "helios", "alibaba", "testbed")
+PAPER_VS_FCFS = {"philly": "82.1 %", "helios": "53.5 %", "alibaba": "50.1 %"}
+PAPER_VS_MULTIFACTOR = {"philly": "71.5 %", "helios": "81.2 %"}
+
+
+def load(name: str) -> dict | None:  # type: ignore[type-arg]
+    path = ROOT / name / "results.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def pct(new: float, old: float) -> str:
+    return f"{(new - old) / old * 100:+.1f} %" if old else "n/a"
+
+
+def main() -> int:
+    for trace in TRACES:
+        res = load(trace)
+        if res is None:
+            print(f"## {trace}\n\n(not evaluated)\n")
+            continue
+        pols = res["policies"]
+        learned = next((p for p in pols if p.startswith("rltune:")), None)
+        print(f"## {trace}\n")
+        print(f"`{res['config']['command']}`\n")
+        print("| policy | BSLD | wait mean (s) | wait p95 (s) | JCT mean (s) | GPU util |")
+        print("|---|---|---|---|---|---|")
+        best_b = min(v["bsld"] for v in pols.values())
+        best_w = min(v["wait_mean"] for v in pols.values())
+        for name, m in pols.items():
+            b = f"**{m['bsld']:.2f}**" if m["bsld"] == best_b else f"{m['bsld']:.2f}"
+            w = f"**{m['wait_mean']:.0f}**" if m["wait_mean"] == best_w else f"{m['wait_mean']:.0f}"
+            print(f"| `{name}` | {b} | {w} | {m['wait_p95']:.0f} | {m['jct_mean']:.0f} | "
+                  f"{m['utilization']:.3f} |")
+        ev = load(f"{trace}-event")
+        if ev is not None:
+            for name, m in ev["policies"].items():
+                print(f"| `{name}` (event mode) | {m['bsld']:.2f} | {m['wait_mean']:.0f} | "
+                      f"{m['wait_p95']:.0f} | {m['jct_mean']:.0f} | {m['utilization']:.3f} |")
+        print()
+        if learned:
+            r = pols[learned]
+            heur = {k: v for k, v in pols.items() if k != learned}
+            beaten_b = [k for k, v in heur.items() if r["bsld"] < v["bsld"]]
+            beaten_w = [k for k, v in heur.items() if r["wait_mean"] < v["wait_mean"]]
+            lost = sorted(set(heur) - (set(beaten_b) & set(beaten_w)))
+            print(f"RLTune (daemon mode) vs FCFS: BSLD {pct(r['bsld'], pols['fcfs']['bsld'])}, wait "
+                  f"{pct(r['wait_mean'], pols['fcfs']['wait_mean'])} (paper, BSLD: "
+                  f"-{PAPER_VS_FCFS.get(trace, 'n/a')}). vs multifactor: BSLD "
+                  f"{pct(r['bsld'], pols['multifactor']['bsld'])}, wait "
+                  f"{pct(r['wait_mean'], pols['multifactor']['wait_mean'])} (paper, BSLD: "
+                  f"-{PAPER_VS_MULTIFACTOR.get(trace, 'n/a')}). Lower BSLD **and** wait than: "
+                  f"{', '.join(sorted(set(beaten_b) & set(beaten_w))) or 'none'}; not both against: "
+                  f"{', '.join(lost) or 'none'}.\n")
+    naive = load("philly-naive")
+    full = load("philly")
+    if naive and full:
+        print("## Ablation (philly): naive vs full\n")
+        print(f"`{naive['config']['command']}`\n")
+        print("| variant | BSLD | wait mean (s) |")
+        print("|---|---|---|")
+        for name, m in naive["policies"].items():
+            print(f"| naive `{name}` (raw job features, no MILP) | {m['bsld']:.2f} | {m['wait_mean']:.0f} |")
+        for name, m in full["policies"].items():
+            if name.startswith("rltune:"):
+                print(f"| full `{name}` (features + sampling + MILP) | {m['bsld']:.2f} | "
+                      f"{m['wait_mean']:.0f} |")
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
