@@ -159,3 +159,22 @@ def test_missing_directory_is_a_one_line_user_error(tmp_path: Path) -> None:
     assert "\n" not in str(info.value)
     with pytest.raises(UserError, match="does not exist"):
         load_learned(str(tmp_path / "nope" / "deeper"))
+
+
+def test_learned_controller_plans_with_the_simulators_effects(tmp_path: Path) -> None:
+    """``evaluate --pure`` switches placement effects off in the simulator; the MILP must then plan with
+    the same (zero) slowdowns, not the defaults."""
+    from train_helpers import export_untrained
+
+    from rltune_daemon.evaluate.runner import make_controller
+    from rltune_daemon.sim.config import EffectsConfig
+    from rltune_daemon.traces import load_workload
+    from rltune_daemon.train.network import Actor as _Actor
+
+    export_untrained(_Actor(8), tmp_path / "m")
+    wl = load_workload("testbed", estimates="user", seed=0)
+    spec = f"rltune:{tmp_path / 'm'}"
+    pure = make_controller(spec, wl, wl, "daemon", EffectsConfig.pure())
+    default = make_controller(spec, wl, wl, "daemon")
+    assert pure.cfg.effects == EffectsConfig.pure()  # type: ignore[attr-defined]
+    assert default.cfg.effects == EffectsConfig()  # type: ignore[attr-defined]

@@ -20,7 +20,7 @@ from tqdm import tqdm
 from rltune_daemon.domain.arrays import JobTable
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.evaluate.windows import heldout_windows
-from rltune_daemon.sim.config import SimConfig
+from rltune_daemon.sim.config import EffectsConfig, SimConfig
 from rltune_daemon.sim.controller import Controller, PolicyController
 from rltune_daemon.sim.engine import Simulator
 from rltune_daemon.traces import load_workload
@@ -52,15 +52,19 @@ class EvalConfig:
 ControllerFactory = Callable[[str, Workload, Workload, str], Controller]
 
 
-def make_controller(spec: str, train: Workload, window: Workload, mode: str) -> Controller:
-    """A controller for a policy spec: a baseline name, or ``rltune:<model dir>`` (learned)."""
+def make_controller(spec: str, train: Workload, window: Workload, mode: str,
+                    effects: EffectsConfig | None = None) -> Controller:
+    """A controller for a policy spec: a baseline name, or ``rltune:<model dir>`` (learned). ``effects``
+    are the simulator's placement effects, which the MILP must plan with (``--pure`` switches them off)."""
     if spec.startswith("rltune:"):
+        from rltune_daemon.planner.config import PlannerConfig
         from rltune_daemon.policies.learned import load_learned
         from rltune_daemon.sim.modes import planner_controller
 
         learned = load_learned(spec.split(":", 1)[1])
         placement = bool(learned.manifest.get("placement", True))
-        return planner_controller(learned, mode, placement=placement)
+        cfg = PlannerConfig(placement=placement, effects=effects or EffectsConfig())
+        return planner_controller(learned, mode, placement=placement, config=cfg)
     from rltune_daemon.policies import make_policy
 
     policy = make_policy(spec)
@@ -85,8 +89,8 @@ def _init(cfg: EvalConfig) -> None:
 def _run(spec: str, k: int) -> dict[str, Any]:
     cfg: EvalConfig = _STATE["cfg"]
     window: Workload = _STATE["windows"][k]
-    ctl = make_controller(spec, _STATE["train"], window, cfg.mode)
     sim_cfg = SimConfig() if not cfg.pure else SimConfig(effects=SimConfig().effects.pure())
+    ctl = make_controller(spec, _STATE["train"], window, cfg.mode, sim_cfg.effects)
     t0 = time.perf_counter()
     res = Simulator(window, ctl, sim_cfg).run()
     ran = ~np.isnan(res.start)
