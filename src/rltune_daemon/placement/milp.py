@@ -21,8 +21,9 @@ Every term is per option, so the model is an assignment problem with knapsack ro
 an earlier form with per-node "touched"/"exclusive" binaries needed 0.1 s to minutes in CBC for K=16
 (docs/placement.md). Jobs beyond ``max_jobs`` are placed greedily on what the MILP leaves. On timeout,
 infeasibility, solver error or an inconsistent solution the greedy placer's result is returned with
-``solver="greedy"`` and ``fallback="<reason>: <detail>"``; fallbacks are counted by reason
-(``fallback_counts()``, for the daemon's Prometheus counter).
+``solver="greedy"`` and ``fallback="<reason>: <detail>"``; fallbacks are counted by reason in this
+process (``fallback_counts()``, for benchmarks and tests; the daemon counts its own in
+``service.policy.CountingPlacer``).
 """
 
 from __future__ import annotations
