@@ -1,6 +1,6 @@
 """Print the tables of docs/results.md from the evaluation outputs under docs/results/.
 
-Usage: .venv/bin/python docs/scripts/results_md.py > /tmp/tables.md   (after docs/scripts/results.sh)
+Usage: .venv/bin/python docs/scripts/results_md.py [--summary]   (after docs/scripts/results.sh)
 Every number comes from a results.json written by ``rltune evaluate``; the command is printed with it.
 """
 
@@ -25,7 +25,33 @@ def pct(new: float, old: float) -> str:
     return f"{(new - old) / old * 100:+.1f} %" if old else "n/a"
 
 
+def summary() -> None:
+    print("| trace | best heuristic BSLD | RLTune BSLD daemon / event | best heuristic wait (s) | "
+          "RLTune wait daemon / event (s) | RLTune daemon BSLD vs FCFS (paper) |")
+    print("|---|---|---|---|---|---|")
+    for trace in TRACES:
+        res, ev = load(trace), load(f"{trace}-event")
+        if res is None:
+            continue
+        pols = res["policies"]
+        learned = next(p for p in pols if p.startswith("rltune:"))
+        heur = {k: v for k, v in pols.items() if k != learned}
+        hb = min(heur, key=lambda k: heur[k]["bsld"])
+        hw = min(heur, key=lambda k: heur[k]["wait_mean"])
+        r = pols[learned]
+        e = next(iter(ev["policies"].values())) if ev else None
+        eb = f"{e['bsld']:.2f}" if e else "n/a"
+        ew = f"{e['wait_mean']:.0f}" if e else "n/a"
+        print(f"| {trace} | {heur[hb]['bsld']:.2f} ({hb}) | {r['bsld']:.2f} / {eb} | "
+              f"{heur[hw]['wait_mean']:.0f} ({hw}) | {r['wait_mean']:.0f} / {ew} | "
+              f"{pct(r['bsld'], pols['fcfs']['bsld'])} (-{PAPER_VS_FCFS.get(trace, 'n/a')}) |")
+    print()
+
+
 def main() -> int:
+    if "--summary" in sys.argv:
+        summary()
+        return 0
     for trace in TRACES:
         res = load(trace)
         if res is None:
