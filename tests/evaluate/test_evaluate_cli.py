@@ -62,6 +62,9 @@ def test_evaluate_bad_input_is_one_line(capsys: pytest.CaptureFixture[str]) -> N
     err = capsys.readouterr().err
     assert rc == 2
     assert err.count("\n") == 1 and "unknown policy 'lifo'" in err
+    assert main(["evaluate", "--trace", "testbed", "--interval", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--interval" in err
     rc = main(["evaluate", "--trace", "/nonexistent/trace.swf", "--jobs", "1"])
     assert rc == 2
     assert "Traceback" not in capsys.readouterr().err

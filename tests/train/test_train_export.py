@@ -178,3 +178,5 @@ def test_learned_controller_plans_with_the_simulators_effects(tmp_path: Path) ->
     default = make_controller(spec, wl, wl, "daemon")
     assert pure.cfg.effects == EffectsConfig.pure()  # type: ignore[attr-defined]
     assert default.cfg.effects == EffectsConfig()  # type: ignore[attr-defined]
+    assert default.interval == 60.0
+    assert make_controller(spec, wl, wl, "daemon", interval=15.0).interval == 15.0

@@ -29,6 +29,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="trace option")
     p.add_argument("--jobs", type=int, default=0, help="worker processes (default: all cores)")
     p.add_argument("--pure", action="store_true", help="switch co-location/cross-node effects off")
+    p.add_argument("--interval", type=float, default=60.0,
+                   help="daemon mode: seconds between re-plans, as the daemon's `interval` (default 60)")
     p.add_argument("--out", type=Path, default=None, help="directory for results.json/.md and plots")
     p.set_defaults(func=run)
 
@@ -41,9 +43,12 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--policies is empty")
     if args.windows < 1 or args.window_size < 1:
         raise UserError("--windows and --window-size must be at least 1")
+    if not args.interval > 0:
+        raise UserError(f"--interval {args.interval:g}: must be a positive number of seconds")
     cfg = EvalConfig(trace=args.trace, policies=policies, windows=args.windows, window_size=args.window_size,
                      seed=args.seed, estimates=args.estimates, mode=args.mode, cluster=args.cluster,
-                     opts=parse_opts(args.opt), jobs=args.jobs, pure=args.pure)
+                     opts=parse_opts(args.opt), jobs=args.jobs, pure=args.pure,
+                     interval=args.interval)
     results = evaluate(cfg, progress=sys.stderr.isatty())
     print(markdown_table(results, baseline="fcfs" if "fcfs" in policies else policies[0]))
     if args.out is not None:

@@ -33,6 +33,10 @@ def _pct(x: float, base: float) -> str:
     return f"{100.0 * (x - base) / base:+.1f}%" if base else "n/a"
 
 
+def _interval(cfg: dict[str, Any]) -> str:
+    return f" (re-planned every {cfg.get('interval', 60.0):g} s)" if cfg["mode"] == "daemon" else ""
+
+
 def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     slim = {"policies": {k: {kk: vv for kk, vv in v.items() if kk != "waits"}
@@ -45,7 +49,8 @@ def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path
     md = [f"# Evaluation: {cfg['trace']}", "", f"Command: `{command}`", "",
           f"{cfg['windows']} windows x {cfg['window_size']} jobs from the held-out last 10 % "
           f"(seed {cfg['seed']}), requested times: {cfg['estimates_used']}, learned-policy mode: "
-          f"{cfg['mode']}, placement effects: {'off' if cfg['pure'] else 'on'}. Means over windows.", "",
+          f"{cfg['mode']}{_interval(cfg)}, placement effects: {'off' if cfg['pure'] else 'on'}. "
+          "Means over windows.", "",
           markdown_table(results, baseline="fcfs" if "fcfs" in results["policies"] else first), ""]
     paths[1].write_text("\n".join(md))
     paths += plot_results(results, out)

@@ -44,6 +44,7 @@ class EvalConfig:
     opts: dict[str, str] = field(default_factory=dict)
     jobs: int = 0  # worker processes; 0 = all cores
     pure: bool = False  # switch placement effects off
+    interval: float = 60.0  # daemon mode: seconds between re-plans (the daemon's `interval`)
 
     def trace_opts(self) -> dict[str, str]:
         return {**EVAL_DEFAULT_OPTS.get(self.trace, {}), **self.opts}
@@ -53,7 +54,7 @@ ControllerFactory = Callable[[str, Workload, Workload, str], Controller]
 
 
 def make_controller(spec: str, train: Workload, window: Workload, mode: str,
-                    effects: EffectsConfig | None = None) -> Controller:
+                    effects: EffectsConfig | None = None, interval: float = 60.0) -> Controller:
     """A controller for a policy spec: a baseline name, or ``rltune:<model dir>`` (learned). ``effects``
     are the simulator's placement effects, which the MILP must plan with (``--pure`` switches them off)."""
     if spec.startswith("rltune:"):
@@ -64,7 +65,7 @@ def make_controller(spec: str, train: Workload, window: Workload, mode: str,
         learned = load_learned(spec.split(":", 1)[1])
         placement = bool(learned.manifest.get("placement", True))
         cfg = PlannerConfig(placement=placement, effects=effects or EffectsConfig())
-        return planner_controller(learned, mode, placement=placement, config=cfg)
+        return planner_controller(learned, mode, placement=placement, config=cfg, interval=interval)
     from rltune_daemon.policies import make_policy
 
     policy = make_policy(spec)
@@ -90,7 +91,7 @@ def _run(spec: str, k: int) -> dict[str, Any]:
     cfg: EvalConfig = _STATE["cfg"]
     window: Workload = _STATE["windows"][k]
     sim_cfg = SimConfig() if not cfg.pure else SimConfig(effects=SimConfig().effects.pure())
-    ctl = make_controller(spec, _STATE["train"], window, cfg.mode, sim_cfg.effects)
+    ctl = make_controller(spec, _STATE["train"], window, cfg.mode, sim_cfg.effects, cfg.interval)
     t0 = time.perf_counter()
     res = Simulator(window, ctl, sim_cfg).run()
     ran = ~np.isnan(res.start)

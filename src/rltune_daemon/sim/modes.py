@@ -135,14 +135,16 @@ def default_placer() -> Placer:
 
 
 def planner_controller(policy: Policy, mode: str, placement: bool = True, placer: Placer | None = None,
-                       config: PlannerConfig | None = None) -> Controller:
-    """A controller running ``policy`` in ``daemon`` or ``event`` mode; ``placement`` False keeps
-    Slurm's own placement (no hints), as in training and in the paper's naive ablation."""
+                       config: PlannerConfig | None = None, interval: float = 60.0) -> Controller:
+    """A controller running ``policy`` in ``daemon`` mode (re-planned every ``interval`` seconds) or
+    ``event`` mode; ``placement`` False keeps Slurm's own placement (no hints), as in training and in
+    the paper's naive ablation."""
     cfg = config or PlannerConfig(placement=placement)
     if not placement:
         cfg = PlannerConfig(**{**cfg.__dict__, "placement": False})
     if mode == "daemon":
-        return DaemonModeController(policy, cfg, placer or (default_placer() if placement else greedy_placer))
+        return DaemonModeController(policy, cfg, placer or (default_placer() if placement else greedy_placer),
+                                    interval=interval)
     if mode == "event":
         if not placement:
             from rltune_daemon.sim.controller import PolicyController
