@@ -25,6 +25,10 @@ def pct(new: float, old: float) -> str:
     return f"{(new - old) / old * 100:+.1f} %" if old else "n/a"
 
 
+def paper(table: dict[str, str], trace: str) -> str:
+    return f"-{table[trace]}" if trace in table else "not reported"
+
+
 def summary() -> None:
     print("| trace | best heuristic BSLD | RLTune BSLD daemon / event | best heuristic wait (s) | "
           "RLTune wait daemon / event (s) | RLTune daemon BSLD vs FCFS (paper) |")
@@ -44,7 +48,7 @@ def summary() -> None:
         ew = f"{e['wait_mean']:.0f}" if e else "n/a"
         print(f"| {trace} | {heur[hb]['bsld']:.2f} ({hb}) | {r['bsld']:.2f} / {eb} | "
               f"{heur[hw]['wait_mean']:.0f} ({hw}) | {r['wait_mean']:.0f} / {ew} | "
-              f"{pct(r['bsld'], pols['fcfs']['bsld'])} (-{PAPER_VS_FCFS.get(trace, 'n/a')}) |")
+              f"{pct(r['bsld'], pols['fcfs']['bsld'])} ({paper(PAPER_VS_FCFS, trace)}) |")
     print()
 
 
@@ -84,10 +88,10 @@ def main() -> int:
             lost = sorted(set(heur) - (set(beaten_b) & set(beaten_w)))
             print(f"RLTune (daemon mode) vs FCFS: BSLD {pct(r['bsld'], pols['fcfs']['bsld'])}, wait "
                   f"{pct(r['wait_mean'], pols['fcfs']['wait_mean'])} (paper, BSLD: "
-                  f"-{PAPER_VS_FCFS.get(trace, 'n/a')}). vs multifactor: BSLD "
+                  f"{paper(PAPER_VS_FCFS, trace)}). vs multifactor: BSLD "
                   f"{pct(r['bsld'], pols['multifactor']['bsld'])}, wait "
                   f"{pct(r['wait_mean'], pols['multifactor']['wait_mean'])} (paper, BSLD: "
-                  f"-{PAPER_VS_MULTIFACTOR.get(trace, 'n/a')}). Lower BSLD **and** wait than: "
+                  f"{paper(PAPER_VS_MULTIFACTOR, trace)}). Lower BSLD **and** wait than: "
                   f"{', '.join(sorted(set(beaten_b) & set(beaten_w))) or 'none'}; not both against: "
                   f"{', '.join(lost) or 'none'}.\n")
     naive = load("philly-naive")
