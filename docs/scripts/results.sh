@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Reproduces docs/results.md: trains the shipped models (skipped when models/<trace>-sjf exists; delete it
 # to retrain) and evaluates every policy on 10 held-out windows of 1024 jobs (seed 0), in daemon mode
-# for all and in event mode for the learned policy, plus the naive-feature ablation on philly.
+# for all and in event mode for the learned policy, plus the naive-feature ablation and a 15-s daemon
+# interval on philly.
 # Usage: bash docs/scripts/results.sh [TRACE ...]   (default: philly helios alibaba testbed)
 # MINUTES (default 10) is each model's training budget on 2 CPU cores.
 set -euo pipefail
@@ -30,4 +31,8 @@ if [ -z "${SKIP_ABLATION:-}" ]; then
   fi
   "$RLTUNE" evaluate --trace philly --policies "rltune:$model" --windows 10 --window-size 1024 --seed 0 \
     --out docs/results/philly-naive
+  "$RLTUNE" evaluate --trace philly --policies "rltune:$model" --mode event --windows 10 --window-size 1024 \
+    --seed 0 --out docs/results/philly-naive-event
+  "$RLTUNE" evaluate --trace philly --policies "rltune:models/philly-sjf,rltune:$model" --interval 15 \
+    --windows 10 --window-size 1024 --seed 0 --out docs/results/philly-interval15
 fi

@@ -52,6 +52,10 @@ def summary() -> None:
     print()
 
 
+def full_philly_loaded() -> bool:
+    return load("philly") is not None and load("philly-naive") is not None
+
+
 def main() -> int:
     if "--summary" in sys.argv:
         summary()
@@ -94,19 +98,32 @@ def main() -> int:
                   f"{paper(PAPER_VS_MULTIFACTOR, trace)}). Lower BSLD **and** wait than: "
                   f"{', '.join(sorted(set(beaten_b) & set(beaten_w))) or 'none'}; not both against: "
                   f"{', '.join(lost) or 'none'}.\n")
-    naive = load("philly-naive")
-    full = load("philly")
-    if naive and full:
+    rows = [("philly-naive", "naive", "daemon"), ("philly", "full", "daemon"),
+            ("philly-naive-event", "naive", "event"), ("philly-event", "full", "event")]
+    found = [(load(d), v, m) for d, v, m in rows]
+    if all(r is not None for r, _, _ in found):
         print("## Ablation (philly): naive vs full\n")
-        print(f"`{naive['config']['command']}`\n")
-        print("| variant | BSLD | wait mean (s) |")
-        print("|---|---|---|")
-        for name, m in naive["policies"].items():
-            print(f"| naive `{name}` (raw job features, no MILP) | {m['bsld']:.2f} | {m['wait_mean']:.0f} |")
-        for name, m in full["policies"].items():
-            if name.startswith("rltune:"):
-                print(f"| full `{name}` (features + sampling + MILP) | {m['bsld']:.2f} | "
-                      f"{m['wait_mean']:.0f} |")
+        print("naive = the 5 raw job columns, no engineered features or sampling, no MILP; full = the 17 "
+              "features sampled to 8 + the MILP over the top 16. Commands: "
+              + "; ".join(f"`{r['config']['command']}`" for r, _, _ in found if r) + "\n")
+        print("| variant | mode | BSLD | wait mean (s) |")
+        print("|---|---|---|---|")
+        for res, variant, mode in found:
+            assert res is not None
+            name, m = next((k, v) for k, v in res["policies"].items() if k.startswith("rltune:"))
+            print(f"| {variant} `{name}` | {mode} | {m['bsld']:.2f} | {m['wait_mean']:.0f} |")
+        print()
+    fast = load("philly-interval15")
+    if fast and full_philly_loaded():
+        print("## Daemon interval (philly)\n")
+        print(f"`{fast['config']['command']}`\n")
+        print("| model | BSLD, every 60 s | BSLD, every 15 s | wait (s), every 60 s | wait (s), every 15 s |")
+        print("|---|---|---|---|---|")
+        slow = {**load("philly")["policies"], **load("philly-naive")["policies"]}  # type: ignore[index]
+        for name, m in fast["policies"].items():
+            o = slow[name]
+            print(f"| `{name}` | {o['bsld']:.2f} | {m['bsld']:.2f} | {o['wait_mean']:.0f} | "
+                  f"{m['wait_mean']:.0f} |")
         print()
     return 0
 
