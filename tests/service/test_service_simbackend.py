@@ -36,6 +36,16 @@ def test_untouched_sim_equals_the_engine(small) -> None:  # type: ignore[no-unty
         assert np.isclose(ours[k], ref[k]), k
 
 
+def test_summary_mid_run_counts_running_jobs_up_to_now(small) -> None:  # type: ignore[no-untyped-def]
+    """Stopped early (``max_cycles``), the summary reports utilisation so far, not 0 or NaN."""
+    s = SimSlurm(small)
+    while not s.read().running:
+        s.advance(60.0)
+    s.advance(600.0)
+    mid = s.summary(baseline=False)["daemon"]
+    assert 0.0 < mid["utilization"] <= 1.0 and np.isfinite(mid["wait_mean"])
+
+
 def _busy(s: SimSlurm, pending: int = 3) -> None:
     while len(s.read().pending) < pending:
         s.advance(60.0)

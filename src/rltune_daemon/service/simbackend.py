@@ -199,8 +199,11 @@ class SimSlurm:
         """Metrics of the jobs that ran, and (``baseline``) the same workload under Slurm's multifactor
         order alone, for the "did it cut queue wait" question."""
         sim = self.sim
+        # jobs still running count up to now (their end is not known yet), so a summary taken mid-run
+        # reports utilisation so far instead of NaN/0
+        end = np.where(np.isnan(sim.end) & ~np.isnan(sim.start), sim.now, sim.end)
         out: dict[str, Any] = {"clock": sim.now, "finished": int(sim.stats["finished"]),
-                               "daemon": summarize(sim.table.submit, sim.start, sim.end,
+                               "daemon": summarize(sim.table.submit, sim.start, end,
                                                    sim.table.gpus.astype(np.float64),
                                                    self.workload.cluster.total_gpus)}
         if baseline:
