@@ -180,3 +180,6 @@ def test_learned_controller_plans_with_the_simulators_effects(tmp_path: Path) ->
     assert default.cfg.effects == EffectsConfig()  # type: ignore[attr-defined]
     assert default.interval == 60.0
     assert make_controller(spec, wl, wl, "daemon", interval=15.0).interval == 15.0
+    guard_off = make_controller(spec, wl, wl, "daemon", starvation_seconds=float("inf"))
+    assert guard_off.cfg.starvation_seconds == float("inf")  # type: ignore[attr-defined]
+    assert default.cfg.starvation_seconds == 4 * 3600.0  # type: ignore[attr-defined]

@@ -31,6 +31,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--pure", action="store_true", help="switch co-location/cross-node effects off")
     p.add_argument("--interval", type=float, default=60.0,
                    help="daemon mode: seconds between re-plans, as the daemon's `interval` (default 60)")
+    p.add_argument("--starvation-hours", default="4", metavar="HOURS|off",
+                   help="daemon mode: the planner's starvation guard, as the daemon's starvation_seconds "
+                        "(default 4 h; 'off' disables it, as the paper's event-driven setting has none)")
     p.add_argument("--out", type=Path, default=None, help="directory for results.json/.md and plots")
     p.set_defaults(func=run)
 
@@ -43,12 +46,13 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--policies is empty")
     if args.windows < 1 or args.window_size < 1:
         raise UserError("--windows and --window-size must be at least 1")
+    starvation = _starvation_seconds(args.starvation_hours)
     if not args.interval > 0:
         raise UserError(f"--interval {args.interval:g}: must be a positive number of seconds")
     cfg = EvalConfig(trace=args.trace, policies=policies, windows=args.windows, window_size=args.window_size,
                      seed=args.seed, estimates=args.estimates, mode=args.mode, cluster=args.cluster,
                      opts=parse_opts(args.opt), jobs=args.jobs, pure=args.pure,
-                     interval=args.interval)
+                     interval=args.interval, starvation_seconds=starvation)
     results = evaluate(cfg, progress=sys.stderr.isatty())
     print(markdown_table(results, baseline="fcfs" if "fcfs" in policies else policies[0]))
     if args.out is not None:
@@ -56,3 +60,17 @@ def run(args: argparse.Namespace) -> int:
         for path in write_results(results, args.out, command):
             print(f"wrote {path}")
     return 0
+
+
+def _starvation_seconds(text: str) -> float:
+    from rltune_daemon.errors import UserError
+
+    if text.strip().lower() == "off":
+        return float("inf")
+    try:
+        hours = float(text)
+    except ValueError:
+        hours = -1.0
+    if not hours > 0 or hours == float("inf"):
+        raise UserError(f"--starvation-hours {text!r}: expected a positive number of hours or 'off'")
+    return hours * 3600.0

@@ -34,7 +34,11 @@ def _pct(x: float, base: float) -> str:
 
 
 def _interval(cfg: dict[str, Any]) -> str:
-    return f" (re-planned every {cfg.get('interval', 60.0):g} s)" if cfg["mode"] == "daemon" else ""
+    if cfg["mode"] != "daemon":
+        return ""
+    guard = cfg.get("starvation_seconds", 4 * 3600.0)
+    guard_text = "off" if guard == "off" else f"{float(guard) / 3600:g} h"
+    return f" (re-planned every {cfg.get('interval', 60.0):g} s, starvation guard {guard_text})"
 
 
 def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path]:

@@ -45,6 +45,7 @@ class EvalConfig:
     jobs: int = 0  # worker processes; 0 = all cores
     pure: bool = False  # switch placement effects off
     interval: float = 60.0  # daemon mode: seconds between re-plans (the daemon's `interval`)
+    starvation_seconds: float = 4 * 3600.0  # daemon mode: the planner's starvation guard (inf: off)
 
     def trace_opts(self) -> dict[str, str]:
         return {**EVAL_DEFAULT_OPTS.get(self.trace, {}), **self.opts}
@@ -54,7 +55,8 @@ ControllerFactory = Callable[[str, Workload, Workload, str], Controller]
 
 
 def make_controller(spec: str, train: Workload, window: Workload, mode: str,
-                    effects: EffectsConfig | None = None, interval: float = 60.0) -> Controller:
+                    effects: EffectsConfig | None = None, interval: float = 60.0,
+                    starvation_seconds: float = 4 * 3600.0) -> Controller:
     """A controller for a policy spec: a baseline name, or ``rltune:<model dir>`` (learned). ``effects``
     are the simulator's placement effects, which the MILP must plan with (``--pure`` switches them off)."""
     if spec.startswith("rltune:"):
@@ -64,7 +66,8 @@ def make_controller(spec: str, train: Workload, window: Workload, mode: str,
 
         learned = load_learned(spec.split(":", 1)[1])
         placement = bool(learned.manifest.get("placement", True))
-        cfg = PlannerConfig(placement=placement, effects=effects or EffectsConfig())
+        cfg = PlannerConfig(placement=placement, effects=effects or EffectsConfig(),
+                            starvation_seconds=starvation_seconds)
         return planner_controller(learned, mode, placement=placement, config=cfg, interval=interval)
     from rltune_daemon.policies import make_policy
 
@@ -91,7 +94,8 @@ def _run(spec: str, k: int) -> dict[str, Any]:
     cfg: EvalConfig = _STATE["cfg"]
     window: Workload = _STATE["windows"][k]
     sim_cfg = SimConfig() if not cfg.pure else SimConfig(effects=SimConfig().effects.pure())
-    ctl = make_controller(spec, _STATE["train"], window, cfg.mode, sim_cfg.effects, cfg.interval)
+    ctl = make_controller(spec, _STATE["train"], window, cfg.mode, sim_cfg.effects, cfg.interval,
+                          cfg.starvation_seconds)
     t0 = time.perf_counter()
     res = Simulator(window, ctl, sim_cfg).run()
     ran = ~np.isnan(res.start)
@@ -138,6 +142,8 @@ def aggregate(cfg: EvalConfig, runs: list[dict[str, Any]], seconds: float, worke
         policies[spec] = entry
     config = asdict(cfg)
     config["opts"] = cfg.trace_opts()
+    if cfg.starvation_seconds == float("inf"):
+        config["starvation_seconds"] = "off"  # JSON has no infinity
     config.update(wall_seconds=seconds, workers=workers,
                   estimates_used=cfg.estimates or "default")
     return {"policies": policies, "config": config}
