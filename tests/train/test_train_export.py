@@ -183,3 +183,5 @@ def test_learned_controller_plans_with_the_simulators_effects(tmp_path: Path) ->
     guard_off = make_controller(spec, wl, wl, "daemon", starvation_seconds=float("inf"))
     assert guard_off.cfg.starvation_seconds == float("inf")  # type: ignore[attr-defined]
     assert default.cfg.starvation_seconds == 4 * 3600.0  # type: ignore[attr-defined]
+    assert default.cfg.placement and not make_controller(  # type: ignore[attr-defined]
+        spec, wl, wl, "daemon", milp=False).cfg.placement

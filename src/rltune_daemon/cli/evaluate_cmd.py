@@ -31,6 +31,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--pure", action="store_true", help="switch co-location/cross-node effects off")
     p.add_argument("--interval", type=float, default=60.0,
                    help="daemon mode: seconds between re-plans, as the daemon's `interval` (default 60)")
+    p.add_argument("--placement", choices=("milp", "greedy"), default="milp",
+                   help="learned policies: MILP over the top K (default) or Slurm's greedy default")
     p.add_argument("--starvation-hours", default="4", metavar="HOURS|off",
                    help="daemon mode: the planner's starvation guard, as the daemon's starvation_seconds "
                         "(default 4 h; 'off' disables it, as the paper's event-driven setting has none)")
@@ -52,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = EvalConfig(trace=args.trace, policies=policies, windows=args.windows, window_size=args.window_size,
                      seed=args.seed, estimates=args.estimates, mode=args.mode, cluster=args.cluster,
                      opts=parse_opts(args.opt), jobs=args.jobs, pure=args.pure,
-                     interval=args.interval, starvation_seconds=starvation)
+                     interval=args.interval, starvation_seconds=starvation, milp=args.placement == "milp")
     results = evaluate(cfg, progress=sys.stderr.isatty())
     print(markdown_table(results, baseline="fcfs" if "fcfs" in policies else policies[0]))
     if args.out is not None:

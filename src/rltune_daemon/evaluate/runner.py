@@ -46,6 +46,7 @@ class EvalConfig:
     pure: bool = False  # switch placement effects off
     interval: float = 60.0  # daemon mode: seconds between re-plans (the daemon's `interval`)
     starvation_seconds: float = 4 * 3600.0  # daemon mode: the planner's starvation guard (inf: off)
+    milp: bool = True  # learned policies place their top K with the MILP (False: Slurm's greedy default)
 
     def trace_opts(self) -> dict[str, str]:
         return {**EVAL_DEFAULT_OPTS.get(self.trace, {}), **self.opts}
@@ -56,7 +57,7 @@ ControllerFactory = Callable[[str, Workload, Workload, str], Controller]
 
 def make_controller(spec: str, train: Workload, window: Workload, mode: str,
                     effects: EffectsConfig | None = None, interval: float = 60.0,
-                    starvation_seconds: float = 4 * 3600.0) -> Controller:
+                    starvation_seconds: float = 4 * 3600.0, milp: bool = True) -> Controller:
     """A controller for a policy spec: a baseline name, or ``rltune:<model dir>`` (learned). ``effects``
     are the simulator's placement effects, which the MILP must plan with (``--pure`` switches them off)."""
     if spec.startswith("rltune:"):
@@ -65,7 +66,7 @@ def make_controller(spec: str, train: Workload, window: Workload, mode: str,
         from rltune_daemon.sim.modes import planner_controller
 
         learned = load_learned(spec.split(":", 1)[1])
-        placement = bool(learned.manifest.get("placement", True))
+        placement = milp and bool(learned.manifest.get("placement", True))
         cfg = PlannerConfig(placement=placement, effects=effects or EffectsConfig(),
                             starvation_seconds=starvation_seconds)
         return planner_controller(learned, mode, placement=placement, config=cfg, interval=interval)
@@ -95,7 +96,7 @@ def _run(spec: str, k: int) -> dict[str, Any]:
     window: Workload = _STATE["windows"][k]
     sim_cfg = SimConfig() if not cfg.pure else SimConfig(effects=SimConfig().effects.pure())
     ctl = make_controller(spec, _STATE["train"], window, cfg.mode, sim_cfg.effects, cfg.interval,
-                          cfg.starvation_seconds)
+                          cfg.starvation_seconds, cfg.milp)
     t0 = time.perf_counter()
     res = Simulator(window, ctl, sim_cfg).run()
     ran = ~np.isnan(res.start)
