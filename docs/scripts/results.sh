@@ -22,6 +22,8 @@ for t in "${traces[@]}"; do
     --seed 0 --out "docs/results/$t"
   "$RLTUNE" evaluate --trace "$t" --policies "rltune:$model" --mode event --windows 10 --window-size 1024 \
     --seed 0 --out "docs/results/$t-event"
+  "$RLTUNE" evaluate --trace "$t" --policies "rltune:$model" --starvation-hours off --windows 10 \
+    --window-size 1024 --seed 0 --out "docs/results/$t-noguard"
 done
 if [ -z "${SKIP_ABLATION:-}" ]; then
   model=models/philly-sjf-naive
@@ -35,4 +37,10 @@ if [ -z "${SKIP_ABLATION:-}" ]; then
     --seed 0 --out docs/results/philly-naive-event
   "$RLTUNE" evaluate --trace philly --policies "rltune:models/philly-sjf,rltune:$model" --interval 15 \
     --windows 10 --window-size 1024 --seed 0 --out docs/results/philly-interval15
+  "$RLTUNE" evaluate --trace philly --policies "$BASELINES,rltune:models/philly-sjf" --pure --mode event \
+    --windows 10 --window-size 1024 --seed 0 --out docs/results/philly-pure-event
+  "$RLTUNE" evaluate --trace philly --policies rltune:models/philly-sjf --placement greedy --mode event \
+    --windows 10 --window-size 1024 --seed 0 --out docs/results/philly-greedy-event
+  "$RLTUNE" evaluate --trace philly --policies rltune:models/philly-sjf --placement greedy \
+    --starvation-hours off --windows 10 --window-size 1024 --seed 0 --out docs/results/philly-greedy-noguard
 fi

@@ -113,6 +113,44 @@ def main() -> int:
             name, m = next((k, v) for k, v in res["policies"].items() if k.startswith("rltune:"))
             print(f"| {variant} `{name}` | {mode} | {m['bsld']:.2f} | {m['wait_mean']:.0f} |")
         print()
+    guard_rows = [(t, load(t), load(f"{t}-noguard")) for t in TRACES]
+    if any(g is not None for _, _, g in guard_rows):
+        print("## Starvation guard (daemon mode)\n")
+        print("The daemon keeps no job below its multifactor position for more than 4 h (a safety rule the "
+              "paper's event-driven setting does not have). Commands: "
+              + "; ".join(f"`{g['config']['command']}`" for _, _, g in guard_rows if g) + "\n")
+        print("| trace | BSLD, guard 4 h | BSLD, guard off | wait (s), guard 4 h | wait (s), guard off |")
+        print("|---|---|---|---|---|")
+        for t, base, g in guard_rows:
+            if base is None or g is None:
+                continue
+            name, m = next((k, v) for k, v in g["policies"].items() if k.startswith("rltune:"))
+            o = base["policies"][name]
+            print(f"| {t} | {o['bsld']:.2f} | {m['bsld']:.2f} | {o['wait_mean']:.0f} | {m['wait_mean']:.0f} |")
+        print()
+    place_rows = [("philly-event", "event", "MILP"), ("philly-greedy-event", "event", "greedy"),
+                  ("philly-noguard", "daemon, guard off", "MILP"),
+                  ("philly-greedy-noguard", "daemon, guard off", "greedy")]
+    placed = [(load(d), mode, how) for d, mode, how in place_rows]
+    if all(r is not None for r, _, _ in placed):
+        print("## MILP vs greedy placement (philly, the same learned actor)\n")
+        print("Commands: " + "; ".join(f"`{r['config']['command']}`" for r, _, _ in placed if r) + "\n")
+        print("| mode | placement | BSLD | wait mean (s) |")
+        print("|---|---|---|---|")
+        for res, mode, how in placed:
+            assert res is not None
+            m = next(v for k, v in res["policies"].items() if k.startswith("rltune:"))
+            print(f"| {mode} | {how} | {m['bsld']:.2f} | {m['wait_mean']:.0f} |")
+        print()
+    pure = load("philly-pure-event")
+    if pure:
+        print("## Placement effects off (philly, event mode)\n")
+        print(f"`{pure['config']['command']}`\n")
+        print("| policy | BSLD | wait mean (s) |")
+        print("|---|---|---|")
+        for name, m in pure["policies"].items():
+            print(f"| `{name}` | {m['bsld']:.2f} | {m['wait_mean']:.0f} |")
+        print()
     fast = load("philly-interval15")
     if fast and full_philly_loaded():
         print("## Daemon interval (philly)\n")
