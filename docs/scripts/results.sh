@@ -4,7 +4,7 @@
 # for all and in event mode for the learned policy, plus the naive-feature ablation and a 15-s daemon
 # interval on philly.
 # Usage: bash docs/scripts/results.sh [TRACE ...]   (default: philly helios alibaba testbed)
-# MINUTES (default 10) is each model's training budget on 2 CPU cores.
+# MINUTES (default 10) is each model's training budget on 2 CPU cores; philly uses PHILLY_MINUTES (30).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RLTUNE=${RLTUNE:-.venv/bin/rltune}
@@ -15,7 +15,9 @@ traces=("$@")
 for t in "${traces[@]}"; do
   model=models/$t-sjf
   if [ ! -f "$model/actor.pt" ]; then
-    "$RLTUNE" train --trace "$t" --base sjf --minutes "$MINUTES" --seed 0 --episode-jobs 1024 \
+    minutes=$MINUTES
+    [ "$t" = philly ] && minutes=${PHILLY_MINUTES:-30}
+    "$RLTUNE" train --trace "$t" --base sjf --minutes "$minutes" --seed 0 --episode-jobs 1024 \
       --warm-start 16 --out "$model"
   fi
   "$RLTUNE" evaluate --trace "$t" --policies "$BASELINES,rltune:$model" --windows 10 --window-size 1024 \
