@@ -4,11 +4,12 @@
 # for all and in event mode for the learned policy, plus the naive-feature ablation and a 15-s daemon
 # interval on philly.
 # Usage: bash docs/scripts/results.sh [TRACE ...]   (default: philly helios alibaba testbed)
-# MINUTES (default 10) is each model's training budget on 2 CPU cores; philly uses PHILLY_MINUTES (30).
+# MINUTES (default 8) is each model's training budget on 2 CPU cores; philly and alibaba
+# use LONG_MINUTES (30), the issue's full budget.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RLTUNE=${RLTUNE:-.venv/bin/rltune}
-MINUTES=${MINUTES:-10}
+MINUTES=${MINUTES:-8}
 BASELINES=fcfs,sjf,wfp3,unicep,f1,multifactor,qssf
 traces=("$@")
 [ ${#traces[@]} -gt 0 ] || traces=(philly helios alibaba testbed)
@@ -16,7 +17,7 @@ for t in "${traces[@]}"; do
   model=models/$t-sjf
   if [ ! -f "$model/actor.pt" ]; then
     minutes=$MINUTES
-    [ "$t" = philly ] && minutes=${PHILLY_MINUTES:-30}
+    case $t in philly|alibaba) minutes=${LONG_MINUTES:-30} ;; esac
     "$RLTUNE" train --trace "$t" --base sjf --minutes "$minutes" --seed 0 --episode-jobs 1024 \
       --warm-start 16 --out "$model"
   fi
