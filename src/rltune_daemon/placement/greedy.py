@@ -13,16 +13,21 @@ from rltune_daemon.placement.allocate import Allocation, FreeView, allocate, tak
 from rltune_daemon.placement.context import PlacementContext, PlacementResult
 
 
-def greedy_allocations(ctx: PlacementContext, rows: I64) -> dict[int, Allocation]:
+def greedy_fill(ctx: PlacementContext, rows: I64, free: FreeView, out: dict[int, Allocation]) -> None:
+    """Best fit for ``rows`` in order on ``free`` (taken from in place), adding to ``out``."""
     cl = ctx.cluster
-    free = FreeView(cl.gpus_free.copy(), cl.cpus_free.copy(), cl.mem_free.copy())
-    out: dict[int, Allocation] = {}
     for r in rows:
         row = int(r)
         alloc = allocate(cl, ctx.elig, ctx.shapes, row, int(ctx.table.gpus[row]), PlacementKind.PACK, free)
         if alloc is not None:
             take(free, alloc)
             out[row] = alloc
+
+
+def greedy_allocations(ctx: PlacementContext, rows: I64) -> dict[int, Allocation]:
+    cl = ctx.cluster
+    out: dict[int, Allocation] = {}
+    greedy_fill(ctx, rows, FreeView(cl.gpus_free.copy(), cl.cpus_free.copy(), cl.mem_free.copy()), out)
     return out
 
 

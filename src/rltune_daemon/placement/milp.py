@@ -40,11 +40,10 @@ import numpy as np
 import pulp
 
 from rltune_daemon.domain.arrays import F64, I64
-from rltune_daemon.domain.plan import PlacementKind
-from rltune_daemon.placement.allocate import Allocation, FreeView, allocate, take
+from rltune_daemon.placement.allocate import FreeView
 from rltune_daemon.placement.candidates import Option, candidate_allocations, options
 from rltune_daemon.placement.context import PlacementContext, PlacementResult, Placer
-from rltune_daemon.placement.greedy import greedy_placer
+from rltune_daemon.placement.greedy import greedy_fill, greedy_placer
 from rltune_daemon.placement.verify import joint_violation
 
 FALLBACK_REASONS = ("timeout", "infeasible", "solver-error", "inconsistent")
@@ -224,18 +223,6 @@ def solve(problem: Problem, opts: MilpOptions) -> list[int]:
     raise SolveError("solver-error", f"CBC status {pulp.LpStatus.get(status, status)}")
 
 
-def _place_tail(ctx: PlacementContext, rows: I64, chosen: dict[int, Allocation],
-                reserved: FreeView) -> None:
-    """Greedy best fit for ``rows`` on what the MILP left (``reserved``, updated in place)."""
-    cl = ctx.cluster
-    for r in rows:
-        row = int(r)
-        a = allocate(cl, ctx.elig, ctx.shapes, row, int(ctx.table.gpus[row]), PlacementKind.PACK, reserved)
-        if a is not None:
-            take(reserved, a)
-            chosen[row] = a
-
-
 def _fallback(ctx: PlacementContext, rows: I64, reason: str, detail: str, t0: float) -> PlacementResult:
     _count(reason)
     res = greedy_placer(ctx, rows)
@@ -258,7 +245,7 @@ def milp_placer(ctx: PlacementContext, rows: I64, *, time_limit: float = 0.05, t
     if evaluate(problem, picked) is None:
         return _fallback(ctx, rows, "inconsistent", "solution violates the model", t0)
     chosen = {problem.options[i].row: problem.options[i].alloc for i in picked}
-    _place_tail(ctx, tail, chosen, _usage(problem, picked))
+    greedy_fill(ctx, tail, _usage(problem, picked), chosen)  # jobs past max_jobs: best fit on what is left
     bad = joint_violation(ctx, chosen)
     if bad:
         return _fallback(ctx, rows, "inconsistent", bad, t0)
