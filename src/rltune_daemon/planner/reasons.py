@@ -4,16 +4,7 @@ from __future__ import annotations
 
 from rltune_daemon.domain.arrays import JobTable
 from rltune_daemon.domain.plan import Placement, PlacementKind
-
-
-def _dur(seconds: float) -> str:
-    if seconds >= 86400:
-        return f"{seconds / 86400:.1f}d"
-    if seconds >= 3600:
-        return f"{seconds / 3600:.1f}h"
-    if seconds >= 60:
-        return f"{seconds / 60:.0f}m"
-    return f"{seconds:.0f}s"
+from rltune_daemon.slurm.formats import short_duration
 
 
 def describe(table: JobTable, row: int, now: float, policy: str, pos: int, base_pos: int, guarded: bool,
@@ -28,10 +19,10 @@ def describe(table: JobTable, row: int, now: float, policy: str, pos: int, base_
         head = f"down {pos - base_pos} ({policy})"
     else:
         head = f"unchanged ({policy})"
-    parts.append(f"{_dur(float(table.time_limit[row]))} asked")
+    parts.append(f"{short_duration(float(table.time_limit[row]))} asked")
     gpus = int(table.gpus[row])
     parts.append(f"{gpus} GPU" + ("s" if gpus != 1 else ""))
-    parts.append(f"waited {_dur(max(now - float(table.submit[row]), 0.0))}")
+    parts.append(f"waited {short_duration(max(now - float(table.submit[row]), 0.0))}")
     text = f"{head}: " + ", ".join(parts)
     if starts_now:
         if placement.kind is PlacementKind.DEFAULT or not placement.nodes:

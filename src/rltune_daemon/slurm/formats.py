@@ -38,6 +38,17 @@ def parse_duration(text: str) -> float:
     return float(a or 0) * 3600 + float(b) * 60 + float(c)  # HH:MM:SS
 
 
+def short_duration(seconds: float, minute_decimals: int = 0) -> str:
+    """Compact human duration for tables and reasons: ``45s``, ``20m``, ``2.0h``, ``1.5d``."""
+    if seconds >= 86400:
+        return f"{seconds / 86400:.1f}d"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f}h"
+    if seconds >= 60:
+        return f"{seconds / 60:.{minute_decimals}f}m"
+    return f"{seconds:.0f}s"
+
+
 def format_duration(seconds: float) -> str:
     """Inverse of ``parse_duration`` (``D-HH:MM:SS``), for tables and sbatch ``--time``."""
     if seconds == UNLIMITED:

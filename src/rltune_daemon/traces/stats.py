@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from rltune_daemon.domain.workload import Workload
+from rltune_daemon.slurm.formats import short_duration
 
 PERCENTILES = (10, 50, 90, 99)
 
@@ -74,16 +75,6 @@ def trace_stats(workload: Workload) -> dict[str, Any]:
     }
 
 
-def _dur(seconds: float) -> str:
-    if seconds >= 86400:
-        return f"{seconds / 86400:.1f}d"
-    if seconds >= 3600:
-        return f"{seconds / 3600:.1f}h"
-    if seconds >= 60:
-        return f"{seconds / 60:.1f}m"
-    return f"{seconds:.0f}s"
-
-
 def format_stats(s: dict[str, Any]) -> str:
     """Human-readable rendering of ``trace_stats``."""
     unit = "GPUs" if s["cluster"]["resource"] == "gpu" else "processors"
@@ -98,7 +89,8 @@ def format_stats(s: dict[str, Any]) -> str:
     for key, label in (("runtime_s", "runtime"), ("time_limit_s", "time limit")):
         q = s[key]
         if q:
-            cells = "  ".join(f"{k} {_dur(q[k])}" for k in ("p10", "p50", "p90", "p99", "mean", "max"))
+            keys = ("p10", "p50", "p90", "p99", "mean", "max")
+            cells = "  ".join(f"{k} {short_duration(q[k], 1)}" for k in keys)
             out.append(f"{label:<12} {cells}")
     out.append(f"limit/run    median {s['limit_over_runtime_median']:.2f}x")
     out.append(f"{unit} per job (jobs, %):")
