@@ -177,3 +177,19 @@ def slurm_cluster() -> Iterator[SlurmTestCluster]:
         yield SlurmTestCluster(cluster)
     finally:
         cluster.stop(purge=True)
+
+
+@pytest.fixture(scope="module")
+def busy(slurm_cluster: SlurmTestCluster) -> Iterator[SlurmTestCluster]:
+    """Every GPU held by a blocker job, so that new GPU jobs pend (per test module)."""
+    slurm_cluster.cancel_all()
+    slurm_cluster.fill_gpus()
+    yield slurm_cluster
+    slurm_cluster.cancel_all()
+
+
+@pytest.fixture
+def c(busy: SlurmTestCluster) -> Iterator[SlurmTestCluster]:
+    """The busy cluster; the test's pending jobs are cancelled afterwards (blockers stay)."""
+    yield busy
+    busy.cancel_pending()

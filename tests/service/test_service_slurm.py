@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,20 +27,6 @@ from rltune_daemon.service.statefile import StateFile
 from slurm_fixtures import TEST_USER, SlurmTestCluster
 
 pytestmark = pytest.mark.slurm
-
-
-@pytest.fixture(scope="module")
-def busy(slurm_cluster: SlurmTestCluster) -> Iterator[SlurmTestCluster]:
-    slurm_cluster.cancel_all()
-    slurm_cluster.fill_gpus()
-    yield slurm_cluster
-    slurm_cluster.cancel_all()
-
-
-@pytest.fixture
-def c(busy: SlurmTestCluster) -> Iterator[SlurmTestCluster]:
-    yield busy
-    busy.cancel_pending()
 
 
 def _queue(c: SlurmTestCluster, user: str | None = None) -> dict[str, str]:

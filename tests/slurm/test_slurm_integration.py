@@ -7,7 +7,6 @@ jobs it made. The blockers (every GPU busy) stay for the whole module.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -16,21 +15,6 @@ from rltune_daemon.slurm.writer import JobUpdate, UpdateStatus
 from slurm_fixtures import GPU_LAYOUT, MESSAGE_TIMEOUT, TEST_USER, SlurmTestCluster
 
 pytestmark = pytest.mark.slurm
-
-
-@pytest.fixture(scope="module")
-def busy(slurm_cluster: SlurmTestCluster) -> Iterator[SlurmTestCluster]:
-    """Every GPU held by a blocker job, so that new GPU jobs pend."""
-    slurm_cluster.cancel_all()
-    slurm_cluster.fill_gpus()
-    yield slurm_cluster
-    slurm_cluster.cancel_all()
-
-
-@pytest.fixture
-def c(busy: SlurmTestCluster) -> Iterator[SlurmTestCluster]:
-    yield busy
-    busy.cancel_pending()
 
 
 def test_snapshot_matches_what_was_submitted(c: SlurmTestCluster) -> None:
