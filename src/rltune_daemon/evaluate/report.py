@@ -75,28 +75,29 @@ def plot_results(results: dict[str, Any], out: Path) -> list[Path]:
         if len(w):
             ax.step(np.maximum(w, 1.0), np.arange(1, len(w) + 1) / len(w), where="post", label=name)
     ax.set_xscale("log")
-    ax.set_xlabel("wait time (s, waits under 1 s drawn at 1 s)")
-    ax.set_ylabel("fraction of jobs")
-    ax.set_title(f"{trace}: wait-time CDF over all windows")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    cdf = out / "wait_cdf.png"
-    fig.tight_layout()
-    fig.savefig(cdf, dpi=120)
-    plt.close(fig)
+    cdf = _finish(fig, ax, "wait time (s, waits under 1 s drawn at 1 s)", "fraction of jobs",
+                  f"{trace}: wait-time CDF over all windows", out / "wait_cdf.png")
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for name, m in pols.items():
         xs = [w["window"] for w in m["per_window"]]
         ax.plot(xs, [w["bsld"] for w in m["per_window"]], marker="o", label=name)
     ax.set_yscale("log")
-    ax.set_xlabel("window")
-    ax.set_ylabel("mean bounded slowdown (log)")
-    ax.set_title(f"{trace}: BSLD per window")
+    per = _finish(fig, ax, "window", "mean bounded slowdown (log)", f"{trace}: BSLD per window",
+                  out / "bsld_per_window.png")
+    return [cdf, per]
+
+
+def _finish(fig: Any, ax: Any, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
+    """Labels, grid and legend as every results plot has them; saved to ``path`` and closed."""
+    import matplotlib.pyplot as plt
+
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    per = out / "bsld_per_window.png"
     fig.tight_layout()
-    fig.savefig(per, dpi=120)
+    fig.savefig(path, dpi=120)
     plt.close(fig)
-    return [cdf, per]
+    return path
