@@ -29,6 +29,28 @@ def paper(table: dict[str, str], trace: str) -> str:
     return f"-{table[trace]}" if trace in table else "not reported"
 
 
+def learned(res: dict) -> tuple[str, dict]:  # type: ignore[type-arg]
+    """The learned policy's name and metrics in one evaluation."""
+    return next((k, v) for k, v in res["policies"].items() if k.startswith("rltune:"))
+
+
+def variant_table(title: str, intro: str, cols: tuple[str, str], rows: list[tuple[str, str, str]]) -> None:
+    """One learned policy's BSLD and wait across evaluation directories (skipped unless all exist)."""
+    found = [(load(d), a, b) for d, a, b in rows]
+    if not all(r is not None for r, _, _ in found):
+        return
+    print(f"## {title}\n")
+    print((intro + " " if intro else "") + "Commands: "
+          + "; ".join(f"`{r['config']['command']}`" for r, _, _ in found if r) + "\n")
+    print(f"| {cols[0]} | {cols[1]} | BSLD | wait mean (s) |")
+    print("|---|---|---|---|")
+    for res, a, b in found:
+        assert res is not None
+        name, m = learned(res)
+        print(f"| {a.format(name=name)} | {b} | {m['bsld']:.2f} | {m['wait_mean']:.0f} |")
+    print()
+
+
 def summary() -> None:
     print("| trace | best heuristic BSLD | RLTune BSLD daemon / event | best heuristic wait (s) | "
           "RLTune wait daemon / event (s) | RLTune daemon BSLD vs FCFS (paper) |")
@@ -38,11 +60,10 @@ def summary() -> None:
         if res is None:
             continue
         pols = res["policies"]
-        learned = next(p for p in pols if p.startswith("rltune:"))
-        heur = {k: v for k, v in pols.items() if k != learned}
+        name, r = learned(res)
+        heur = {k: v for k, v in pols.items() if k != name}
         hb = min(heur, key=lambda k: heur[k]["bsld"])
         hw = min(heur, key=lambda k: heur[k]["wait_mean"])
-        r = pols[learned]
         e = next(iter(ev["policies"].values())) if ev else None
         eb = f"{e['bsld']:.2f}" if e else "n/a"
         ew = f"{e['wait_mean']:.0f}" if e else "n/a"
@@ -66,7 +87,6 @@ def main() -> int:
             print(f"## {trace}\n\n(not evaluated)\n")
             continue
         pols = res["policies"]
-        learned = next((p for p in pols if p.startswith("rltune:")), None)
         print(f"## {trace}\n")
         print(f"`{res['config']['command']}`\n")
         print("| policy | BSLD | wait mean (s) | wait p95 (s) | JCT mean (s) | GPU util |")
@@ -84,9 +104,9 @@ def main() -> int:
                 print(f"| `{name}` (event mode) | {m['bsld']:.2f} | {m['wait_mean']:.0f} | "
                       f"{m['wait_p95']:.0f} | {m['jct_mean']:.0f} | {m['utilization']:.3f} |")
         print()
-        if learned:
-            r = pols[learned]
-            heur = {k: v for k, v in pols.items() if k != learned}
+        if any(k.startswith("rltune:") for k in pols):
+            name, r = learned(res)
+            heur = {k: v for k, v in pols.items() if k != name}
             beaten_b = [k for k, v in heur.items() if r["bsld"] < v["bsld"]]
             beaten_w = [k for k, v in heur.items() if r["wait_mean"] < v["wait_mean"]]
             lost = sorted(set(heur) - (set(beaten_b) & set(beaten_w)))
@@ -98,21 +118,12 @@ def main() -> int:
                   f"{paper(PAPER_VS_MULTIFACTOR, trace)}). Lower BSLD **and** wait than: "
                   f"{', '.join(sorted(set(beaten_b) & set(beaten_w))) or 'none'}; not both against: "
                   f"{', '.join(lost) or 'none'}.\n")
-    rows = [("philly-naive", "naive", "daemon"), ("philly", "full", "daemon"),
-            ("philly-naive-event", "naive", "event"), ("philly-event", "full", "event")]
-    found = [(load(d), v, m) for d, v, m in rows]
-    if all(r is not None for r, _, _ in found):
-        print("## Ablation (philly): naive vs full\n")
-        print("naive = the 5 raw job columns, no engineered features or sampling, no MILP; full = the 17 "
-              "features sampled to 8 + the MILP over the top 16. Commands: "
-              + "; ".join(f"`{r['config']['command']}`" for r, _, _ in found if r) + "\n")
-        print("| variant | mode | BSLD | wait mean (s) |")
-        print("|---|---|---|---|")
-        for res, variant, mode in found:
-            assert res is not None
-            name, m = next((k, v) for k, v in res["policies"].items() if k.startswith("rltune:"))
-            print(f"| {variant} `{name}` | {mode} | {m['bsld']:.2f} | {m['wait_mean']:.0f} |")
-        print()
+    variant_table("Ablation (philly): naive vs full",
+                  "naive = the 5 raw job columns, no engineered features or sampling, no MILP; full = the 17 "
+                  "features sampled to 8 + the MILP over the top 16.", ("variant", "mode"),
+                  [("philly-naive", "naive `{name}`", "daemon"), ("philly", "full `{name}`", "daemon"),
+                   ("philly-naive-event", "naive `{name}`", "event"),
+                   ("philly-event", "full `{name}`", "event")])
     guard_rows = [(t, load(t), load(f"{t}-noguard")) for t in TRACES]
     if any(g is not None for _, _, g in guard_rows):
         print("## Starvation guard (daemon mode)\n")
@@ -124,24 +135,15 @@ def main() -> int:
         for t, base, g in guard_rows:
             if base is None or g is None:
                 continue
-            name, m = next((k, v) for k, v in g["policies"].items() if k.startswith("rltune:"))
+            name, m = learned(g)
             o = base["policies"][name]
-            print(f"| {t} | {o['bsld']:.2f} | {m['bsld']:.2f} | {o['wait_mean']:.0f} | {m['wait_mean']:.0f} |")
+            print(f"| {t} | {o['bsld']:.2f} | {m['bsld']:.2f} | {o['wait_mean']:.0f} | "
+                  f"{m['wait_mean']:.0f} |")
         print()
-    place_rows = [("philly-event", "event", "MILP"), ("philly-greedy-event", "event", "greedy"),
-                  ("philly-noguard", "daemon, guard off", "MILP"),
-                  ("philly-greedy-noguard", "daemon, guard off", "greedy")]
-    placed = [(load(d), mode, how) for d, mode, how in place_rows]
-    if all(r is not None for r, _, _ in placed):
-        print("## MILP vs greedy placement (philly, the same learned actor)\n")
-        print("Commands: " + "; ".join(f"`{r['config']['command']}`" for r, _, _ in placed if r) + "\n")
-        print("| mode | placement | BSLD | wait mean (s) |")
-        print("|---|---|---|---|")
-        for res, mode, how in placed:
-            assert res is not None
-            m = next(v for k, v in res["policies"].items() if k.startswith("rltune:"))
-            print(f"| {mode} | {how} | {m['bsld']:.2f} | {m['wait_mean']:.0f} |")
-        print()
+    variant_table("MILP vs greedy placement (philly, the same learned actor)", "", ("mode", "placement"),
+                  [("philly-event", "event", "MILP"), ("philly-greedy-event", "event", "greedy"),
+                   ("philly-noguard", "daemon, guard off", "MILP"),
+                   ("philly-greedy-noguard", "daemon, guard off", "greedy")])
     pure = load("philly-pure-event")
     if pure:
         print("## Placement effects off (philly, event mode)\n")
