@@ -185,3 +185,17 @@ def test_learned_controller_plans_with_the_simulators_effects(tmp_path: Path) ->
     assert default.cfg.starvation_seconds == 4 * 3600.0  # type: ignore[attr-defined]
     assert default.cfg.placement and not make_controller(  # type: ignore[attr-defined]
         spec, wl, wl, "daemon", milp=False).cfg.placement
+
+
+def test_daemon_policy_choice_reports_the_models_schema_hash(tmp_path: Path) -> None:
+    """``rltune_model_info`` takes its schema label from here; it was once always blank."""
+    from train_helpers import export_untrained
+
+    from rltune_daemon import features
+    from rltune_daemon.service.policy import choose_policy
+    from rltune_daemon.train.network import Actor as _Actor
+
+    export_untrained(_Actor(8), tmp_path / "m")
+    choice = choose_policy(str(tmp_path / "m"), "fcfs")
+    assert choice.policy.name == "rltune" and not choice.fallback
+    assert choice.schema_hash == features.SCHEMA_HASH

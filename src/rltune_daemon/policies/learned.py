@@ -59,6 +59,11 @@ class LearnedPolicy(Policy):
     def feature_mode(self) -> str:
         return str(self.manifest.get("features", "sampled"))
 
+    @property
+    def schema_hash(self) -> str:
+        """The feature schema the model was trained on (checked against this version when loaded)."""
+        return str(self.manifest.get("schema_hash", "") or "")
+
     def describe(self) -> str:
         return f"rltune:{self.path}"
 

@@ -68,8 +68,7 @@ def choose_policy(model: str, base_policy: str) -> PolicyChoice:
         return PolicyChoice(base, model, "", f"{err}; using {base.name}")
     except (OSError, ValueError, RuntimeError) as exc:  # a loader bug must not stop the daemon
         return PolicyChoice(base, model, "", f"model {model}: {type(exc).__name__}: {exc}; using {base.name}")
-    manifest = getattr(policy, "manifest", None)
-    schema = str(manifest.get("schema_hash", "") or "") if isinstance(manifest, dict) else ""
+    schema = str(getattr(policy, "schema_hash", "") or "")
     return PolicyChoice(policy, model, schema)
 
 
