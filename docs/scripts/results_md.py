@@ -10,6 +10,8 @@ import json
 import sys
 from pathlib import Path
 
+from rltune_daemon.evaluate.report import window_wins
+
 ROOT = Path(__file__).resolve().parents[1] / "results"
 TRACES = ("philly", "helios", "alibaba", "testbed")
 PAPER_VS_FCFS = {"philly": "82.1 %", "helios": "53.5 %", "alibaba": "50.1 %"}
@@ -19,6 +21,10 @@ PAPER_VS_MULTIFACTOR = {"philly": "71.5 %", "helios": "81.2 %"}
 def load(name: str) -> dict | None:  # type: ignore[type-arg]
     path = ROOT / name / "results.json"
     return json.loads(path.read_text()) if path.is_file() else None
+
+
+def wait_max(m: dict) -> str:  # type: ignore[type-arg]
+    return f"{m['wait_max']:.0f}" if "wait_max" in m else "n/a"
 
 
 def pct(new: float, old: float) -> str:
@@ -89,20 +95,20 @@ def main() -> int:
         pols = res["policies"]
         print(f"## {trace}\n")
         print(f"`{res['config']['command']}`\n")
-        print("| policy | BSLD | wait mean (s) | wait p95 (s) | JCT mean (s) | GPU util |")
-        print("|---|---|---|---|---|---|")
+        print("| policy | BSLD | wait mean (s) | wait p95 (s) | wait max (s) | JCT mean (s) | GPU util |")
+        print("|---|---|---|---|---|---|---|")
         best_b = min(v["bsld"] for v in pols.values())
         best_w = min(v["wait_mean"] for v in pols.values())
         for name, m in pols.items():
             b = f"**{m['bsld']:.2f}**" if m["bsld"] == best_b else f"{m['bsld']:.2f}"
             w = f"**{m['wait_mean']:.0f}**" if m["wait_mean"] == best_w else f"{m['wait_mean']:.0f}"
-            print(f"| `{name}` | {b} | {w} | {m['wait_p95']:.0f} | {m['jct_mean']:.0f} | "
+            print(f"| `{name}` | {b} | {w} | {m['wait_p95']:.0f} | {wait_max(m)} | {m['jct_mean']:.0f} | "
                   f"{m['utilization']:.3f} |")
         ev = load(f"{trace}-event")
         if ev is not None:
             for name, m in ev["policies"].items():
                 print(f"| `{name}` (event mode) | {m['bsld']:.2f} | {m['wait_mean']:.0f} | "
-                      f"{m['wait_p95']:.0f} | {m['jct_mean']:.0f} | {m['utilization']:.3f} |")
+                      f"{m['wait_p95']:.0f} | {wait_max(m)} | {m['jct_mean']:.0f} | {m['utilization']:.3f} |")
         print()
         if any(k.startswith("rltune:") for k in pols):
             name, r = learned(res)
@@ -118,6 +124,8 @@ def main() -> int:
                   f"{paper(PAPER_VS_MULTIFACTOR, trace)}). Lower BSLD **and** wait than: "
                   f"{', '.join(sorted(set(beaten_b) & set(beaten_w))) or 'none'}; not both against: "
                   f"{', '.join(lost) or 'none'}.\n")
+            wins = ", ".join(f"{o} {b}/{n} and {w}/{n}" for o, b, w, n in window_wins(res, name))
+            print(f"Window by window (lower BSLD / lower mean wait than): {wins}.\n")
     variant_table("Ablation (philly): naive vs full",
                   "naive = the 5 raw job columns, no engineered features or sampling, no MILP; full = the 17 "
                   "features sampled to 8 + the MILP over the top 16.", ("variant", "mode"),

@@ -34,6 +34,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--warm-start", type=int, default=0, metavar="EPISODES",
                    help="first imitate the base policy's ranking on this many episodes (0: random init)")
+    p.add_argument("--credit", choices=("episode", "step"), default="episode",
+                   help="episode: every decision shares the episode's reward (paper); step: each decision is "
+                        "charged the slowdown and wait accrued until the next one, advantages by GAE")
     p.set_defaults(func=run)
 
 
@@ -54,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         features=args.features, metric=args.metric, estimates=args.estimates, opts=opts,
         workers=args.workers, episodes_per_iter=args.episodes_per_iter, episode_jobs=args.episode_jobs,
         max_iterations=args.max_iterations, heldout_windows=args.heldout_windows, lr=args.lr,
-        warm_start_episodes=args.warm_start,
+        warm_start_episodes=args.warm_start, credit=args.credit,
         progress=sys.stderr.isatty(),
     )
     manifest = train(targs)

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 TABLE_COLS = (("bsld", "BSLD", "{:.2f}"), ("wait_mean", "wait mean (s)", "{:.0f}"),
-              ("wait_p95", "wait p95 (s)", "{:.0f}"), ("jct_mean", "JCT mean (s)", "{:.0f}"),
+              ("wait_p95", "wait p95 (s)", "{:.0f}"), ("wait_max", "wait max (s)", "{:.0f}"),
+              ("jct_mean", "JCT mean (s)", "{:.0f}"),
               ("utilization", "GPU util", "{:.3f}"), ("makespan", "makespan (s)", "{:.0f}"))
 
 
@@ -26,6 +27,29 @@ def markdown_table(results: dict[str, Any], baseline: str | None = None) -> str:
             b = pols[baseline]
             row += [_pct(m["bsld"], b["bsld"]), _pct(m["wait_mean"], b["wait_mean"])]
         lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def window_wins(results: dict[str, Any], name: str) -> list[tuple[str, int, int, int]]:
+    """For policy ``name`` against every other policy: (other, windows with lower BSLD, windows with
+    lower mean wait, windows compared). A mean over ten windows can hang on one bad window; this shows
+    whether a lead is broad or rests on a few windows."""
+    pols = results["policies"]
+    mine = {w["window"]: w for w in pols[name]["per_window"]}
+    rows = []
+    for other, m in pols.items():
+        if other == name:
+            continue
+        pairs = [(mine[w["window"]], w) for w in m["per_window"] if w["window"] in mine]
+        rows.append((other, sum(a["bsld"] < b["bsld"] for a, b in pairs),
+                     sum(a["wait_mean"] < b["wait_mean"] for a, b in pairs), len(pairs)))
+    return rows
+
+
+def wins_table(results: dict[str, Any], name: str) -> str:
+    lines = [f"| `{name}` vs | windows with lower BSLD | windows with lower mean wait |", "|---|---|---|"]
+    for other, bsld, wait, n in window_wins(results, name):
+        lines.append(f"| `{other}` | {bsld}/{n} | {wait}/{n} |")
     return "\n".join(lines)
 
 
@@ -55,7 +79,12 @@ def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path
           f"(seed {cfg['seed']}), requested times: {cfg['estimates_used']}, learned-policy mode: "
           f"{cfg['mode']}{_interval(cfg)}, placement effects: {'off' if cfg['pure'] else 'on'}. "
           "Means over windows.", "",
-          markdown_table(results, baseline="fcfs" if "fcfs" in results["policies"] else first), ""]
+          markdown_table(results, baseline="fcfs" if "fcfs" in results["policies"] else first), "",
+          "Wait max is the longest wait of any job in any window.", ""]
+    for name in results["policies"]:
+        if name.startswith("rltune:") and len(results["policies"]) > 1:
+            md += [f"Window by window, `{name}` against each other policy:", "",
+                   wins_table(results, name), ""]
     paths[1].write_text("\n".join(md))
     paths += plot_results(results, out)
     return paths

@@ -2,6 +2,7 @@
 
 Bounded slowdown uses a 10 s bound: ``max((wait + run) / max(run, 10), 1)``. Utilisation is allocated
 GPU-seconds over ``total GPUs x makespan``, the makespan running from the first submit to the last end.
+``wait_max`` is the longest any job waited: the number a starvation guarantee is judged by.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def summarize(submit: F64, start: F64, end: F64, gpus: F64, total_gpus: int) -> 
         "wait_mean": float(wait.mean()),
         "wait_median": float(np.median(wait)),
         "wait_p95": float(np.percentile(wait, 95)),
+        "wait_max": float(wait.max()),
         "jct_mean": float((e - s).mean()),
         "bsld": float(bounded_slowdown(wait, run).mean()),
         "utilization": busy / (total_gpus * makespan) if makespan > 0 and total_gpus > 0 else 0.0,

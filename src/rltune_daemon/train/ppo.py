@@ -6,8 +6,10 @@ and once under the stochastic actor, in the mode the model will be deployed in (
 60 s, applied as SiteFactors on top of multifactor; ``event``: ranks at every scheduling pass). The
 reward, given at the end of the episode as in the paper, is the normalised gap to the base policy:
 ``(base - rl) / base`` for the chosen metric(s), so it measures improvement, not how easy the batch was.
-Every decision of the episode shares that return; the critic's value is the baseline (advantage =
-return - value). Rollouts run in parallel over processes; updates run in the main process.
+With ``credit = "episode"`` every decision of the episode shares that return and the critic's value is
+the baseline (advantage = return - value); with ``credit = "step"`` each decision is charged the
+slowdown and wait that accrue until the next one (``credit``) and advantages come from GAE. Rollouts
+run in parallel over processes; updates run in the main process.
 
 Placement during training is Slurm's default (greedy): the actor learns the order; the MILP is added at
 evaluation and in the daemon, as in the paper where the solver acts on the actor's top-K.
@@ -33,6 +35,7 @@ from tqdm import tqdm
 
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.errors import UserError
+from rltune_daemon.train.credit import gae, step_rewards
 from rltune_daemon.train.network import Actor, Critic, first_pick_entropy, plackett_luce_logp
 from rltune_daemon.train.sampling import SamplingPolicy, Step
 
@@ -61,6 +64,9 @@ class TrainArgs:
     max_grad_norm: float = 0.5
     top_m: int = 16
     max_steps_per_episode: int = 256
+    credit: str = "episode"  # episode | step (see module doc)
+    gamma: float = 0.995  # credit = step: discount per decision
+    gae_lambda: float = 0.95
     hidden: int = 64
     validate_every: int = 5
     validation_episodes: int = 8
@@ -132,12 +138,21 @@ def _episode(actor: Actor, critic: Critic, start: int, seed: int, deterministic:
     rng = np.random.default_rng(seed)
     policy = SamplingPolicy(actor, critic, args.features, rng, args.top_m, deterministic)
     ctl = planner_controller(policy, args.mode, placement=False)
-    res = Simulator(episode_workload(_W["train"], start, args.episode_jobs), ctl).run()
+    wl = episode_workload(_W["train"], start, args.episode_jobs)
+    res = Simulator(wl, ctl).run()
     steps = policy.steps
-    if len(steps) > args.max_steps_per_episode:  # every step shares the episode's return: a sample will do
+    episode_reward = reward(base, res.metrics, args.metric)
+    if args.credit == "step" and steps:
+        submit = np.array([j.submit for j in wl.jobs], dtype=np.float64)
+        rewards = step_rewards(np.array([s.time for s in steps]), submit, res.start, res.end, base,
+                               args.metric)
+        adv, ret = gae(rewards, np.array([s.value for s in steps]), args.gamma, args.gae_lambda)
+        for s, a, r in zip(steps, adv, ret, strict=True):
+            s.advantage, s.ret = float(a), float(r)
+    if len(steps) > args.max_steps_per_episode:  # credit is assigned above, over all steps: a sample will do
         keep = np.sort(rng.choice(len(steps), args.max_steps_per_episode, replace=False))
         steps = [steps[i] for i in keep]
-    return {"steps": steps, "reward": reward(base, res.metrics, args.metric), "start": start,
+    return {"steps": steps, "reward": episode_reward, "start": start,
             "skipped": False, "rl": {k: res.metrics[k] for k in METRICS},
             "base": {k: base[k] for k in METRICS}}
 
@@ -180,12 +195,13 @@ def _pad(steps: Sequence[Step], top_m: int) -> tuple[torch.Tensor, ...]:
 
 
 def ppo_update(actor: Actor, critic: Critic, opt: torch.optim.Optimizer, steps: list[Step],
-               returns: np.ndarray[Any, np.dtype[np.float64]], args: TrainArgs, rng: np.random.Generator
-               ) -> dict[str, float]:
+               returns: np.ndarray[Any, np.dtype[np.float64]], args: TrainArgs, rng: np.random.Generator,
+               advantages: np.ndarray[Any, np.dtype[np.float64]] | None = None) -> dict[str, float]:
+    """One PPO update. ``advantages`` default to ``returns - value`` (one return per episode)."""
     old_logp = torch.tensor([s.logp for s in steps], dtype=torch.float32)
     values = torch.tensor([s.value for s in steps], dtype=torch.float32)
     ret = torch.tensor(returns, dtype=torch.float32)
-    adv = ret - values
+    adv = ret - values if advantages is None else torch.tensor(advantages, dtype=torch.float32)
     adv = (adv - adv.mean()) / (adv.std() + 1e-8) if len(adv) > 1 else adv
     stats: dict[str, list[float]] = {k: [] for k in UPDATE_STATS}
     for _ in range(args.update_epochs):
@@ -271,9 +287,14 @@ def train(args: TrainArgs) -> dict[str, Any]:
             if not episodes:
                 continue
             steps = [st for ep in episodes for st in ep["steps"]]
-            returns = np.array([ep["reward"] for ep in episodes for _ in ep["steps"]], dtype=np.float64)
+            advantages = None
+            if args.credit == "step":
+                returns = np.array([st.ret for st in steps], dtype=np.float64)
+                advantages = np.array([st.advantage for st in steps], dtype=np.float64)
+            else:
+                returns = np.array([ep["reward"] for ep in episodes for _ in ep["steps"]], dtype=np.float64)
             # no update without steps, but the row keeps every column (the CSV header is the first row's)
-            stats = (ppo_update(actor, critic, opt, steps, returns, args, rng) if steps
+            stats = (ppo_update(actor, critic, opt, steps, returns, args, rng, advantages) if steps
                      else dict.fromkeys(UPDATE_STATS, math.nan))
             row: dict[str, Any] = {
                 "iteration": it, "minutes": (time.perf_counter() - t_start) / 60.0, "episodes": len(episodes),

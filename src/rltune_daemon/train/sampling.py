@@ -33,6 +33,9 @@ class Step:
     picks: np.ndarray[Any, np.dtype[np.int64]]
     logp: float
     value: float
+    time: float = 0.0  # simulated clock at the decision
+    advantage: float = float("nan")  # per-decision credit (``credit.gae``); NaN: the episode's return
+    ret: float = float("nan")
 
 
 class SamplingPolicy(Policy):
@@ -68,5 +71,5 @@ class SamplingPolicy(Policy):
         picks = perm[: self.top_m].astype(np.int64)
         crit = (fs.critic if fs is not None else features.critic_features(view))[cand]
         logp = plackett_luce_logp_np(s, picks)
-        self.steps.append(Step(x_all[cand], crit, picks, logp, self.critic(crit)))
+        self.steps.append(Step(x_all[cand], crit, picks, logp, self.critic(crit), float(view.now)))
         return out
