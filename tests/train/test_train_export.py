@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -166,7 +167,7 @@ def test_learned_controller_plans_with_the_simulators_effects(tmp_path: Path) ->
     the same (zero) slowdowns, not the defaults."""
     from train_helpers import export_untrained
 
-    from rltune_daemon.evaluate.runner import make_controller
+    from rltune_daemon.evaluate.runner import EvalConfig, make_controller
     from rltune_daemon.sim.config import EffectsConfig
     from rltune_daemon.traces import load_workload
     from rltune_daemon.train.network import Actor as _Actor
@@ -174,17 +175,19 @@ def test_learned_controller_plans_with_the_simulators_effects(tmp_path: Path) ->
     export_untrained(_Actor(8), tmp_path / "m")
     wl = load_workload("testbed", estimates="user", seed=0)
     spec = f"rltune:{tmp_path / 'm'}"
-    pure = make_controller(spec, wl, wl, "daemon", EffectsConfig.pure())
-    default = make_controller(spec, wl, wl, "daemon")
-    assert pure.cfg.effects == EffectsConfig.pure()  # type: ignore[attr-defined]
-    assert default.cfg.effects == EffectsConfig()  # type: ignore[attr-defined]
+
+    def ctl(**kw: Any) -> Any:
+        return make_controller(spec, wl, EvalConfig("testbed", (spec,), **kw))
+
+    pure, default = ctl(pure=True), ctl()
+    assert pure.cfg.effects == EffectsConfig.pure()
+    assert default.cfg.effects == EffectsConfig()
     assert default.interval == 60.0
-    assert make_controller(spec, wl, wl, "daemon", interval=15.0).interval == 15.0
-    guard_off = make_controller(spec, wl, wl, "daemon", starvation_seconds=float("inf"))
-    assert guard_off.cfg.starvation_seconds == float("inf")  # type: ignore[attr-defined]
-    assert default.cfg.starvation_seconds == 4 * 3600.0  # type: ignore[attr-defined]
-    assert default.cfg.placement and not make_controller(  # type: ignore[attr-defined]
-        spec, wl, wl, "daemon", milp=False).cfg.placement
+    assert ctl(interval=15.0).interval == 15.0
+    assert ctl(starvation_seconds=float("inf")).cfg.starvation_seconds == float("inf")
+    assert default.cfg.starvation_seconds == 4 * 3600.0
+    assert default.cfg.placement and not ctl(milp=False).cfg.placement
+    assert ctl(mode="event").cfg.effects == EffectsConfig()
 
 
 def test_daemon_policy_choice_reports_the_models_schema_hash(tmp_path: Path) -> None:

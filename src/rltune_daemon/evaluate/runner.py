@@ -9,7 +9,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -52,25 +51,25 @@ class EvalConfig:
     def trace_opts(self) -> dict[str, str]:
         return {**EVAL_DEFAULT_OPTS.get(self.trace, {}), **self.opts}
 
+    def sim_config(self) -> SimConfig:
+        return SimConfig(effects=EffectsConfig.pure()) if self.pure else SimConfig()
 
-ControllerFactory = Callable[[str, Workload, Workload, str], Controller]
 
-
-def make_controller(spec: str, train: Workload, window: Workload, mode: str,
-                    effects: EffectsConfig | None = None, interval: float = 60.0,
-                    starvation_seconds: float = 4 * 3600.0, milp: bool = True) -> Controller:
-    """A controller for a policy spec: a baseline name, or ``rltune:<model dir>`` (learned). ``effects``
-    are the simulator's placement effects, which the MILP must plan with (``--pure`` switches them off)."""
+def make_controller(spec: str, train: Workload, cfg: EvalConfig) -> Controller:
+    """A controller for a policy spec: a baseline name, or ``rltune:<model dir>`` (learned), run as ``cfg``
+    says (mode, interval, guard, placer). The MILP plans with the simulator's own placement effects
+    (``--pure`` switches both off)."""
     if spec.startswith("rltune:"):
         from rltune_daemon.planner.config import PlannerConfig
         from rltune_daemon.policies.learned import load_learned
         from rltune_daemon.sim.modes import planner_controller
 
         learned = load_learned(spec.split(":", 1)[1])
-        placement = milp and bool(learned.manifest.get("placement", True))
-        cfg = PlannerConfig(placement=placement, effects=effects or EffectsConfig(),
-                            starvation_seconds=starvation_seconds)
-        return planner_controller(learned, mode, placement=placement, config=cfg, interval=interval)
+        placement = cfg.milp and bool(learned.manifest.get("placement", True))
+        planner = PlannerConfig(placement=placement, effects=cfg.sim_config().effects,
+                                starvation_seconds=cfg.starvation_seconds)
+        return planner_controller(learned, cfg.mode, placement=placement, config=planner,
+                                  interval=cfg.interval)
     from rltune_daemon.policies import make_policy
 
     policy = make_policy(spec)
@@ -95,11 +94,9 @@ def _init(cfg: EvalConfig) -> None:
 def _run(spec: str, k: int) -> dict[str, Any]:
     cfg: EvalConfig = _STATE["cfg"]
     window: Workload = _STATE["windows"][k]
-    sim_cfg = SimConfig() if not cfg.pure else SimConfig(effects=SimConfig().effects.pure())
-    ctl = make_controller(spec, _STATE["train"], window, cfg.mode, sim_cfg.effects, cfg.interval,
-                          cfg.starvation_seconds, cfg.milp)
+    ctl = make_controller(spec, _STATE["train"], cfg)
     t0 = time.perf_counter()
-    res = Simulator(window, ctl, sim_cfg).run()
+    res = Simulator(window, ctl, cfg.sim_config()).run()
     ran = ~np.isnan(res.start)
     waits = (res.start - np.array([j.submit for j in window.jobs]))[ran]
     return {"policy": spec, "window": k, "metrics": res.metrics, "stats": res.stats,

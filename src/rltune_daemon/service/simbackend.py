@@ -11,10 +11,8 @@ display names.
 from __future__ import annotations
 
 import dataclasses
-import heapq
-import inspect
 import math
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Collection, Generator, Iterable
 from typing import Any
 
 import numpy as np
@@ -63,7 +61,6 @@ class SimSlurm:
         self.site: dict[int, int] = {}
         self.exc: dict[int, tuple[str, ...]] = {}
         self.node_index = {n: i for i, n in enumerate(self.sim.cl.names)}
-        self._next = 0
         self._last: ReadInfo | None = None
         if jobs:
             self.sim.now = float(jobs[0].submit)
@@ -85,53 +82,30 @@ class SimSlurm:
         self.site.pop(row, None)
         self.exc.pop(row, None)
 
+    def _drive(self, steps: Generator[I64, I64, None]) -> None:
+        """Run an engine generator to its end; Slurm orders jobs itself, so nothing is ever asked."""
+        for _ in steps:
+            raise RuntimeError("the simulated Slurm orders jobs itself")  # pragma: no cover
+
     def _pass(self) -> None:
-        """One scheduling pass (drives the engine's generator form, if it has one)."""
-        step: Callable[[], object] = self.sim.schedule_pass
-        res = step()
-        if inspect.isgenerator(res):
-            for _ in res:
-                raise RuntimeError("the simulated Slurm orders jobs itself")  # pragma: no cover
+        """One scheduling pass, as slurmctld runs after a job update."""
+        self._drive(self.sim.schedule_pass())
 
     def advance_to(self, t: float) -> None:
-        """Process arrivals and finishes up to time ``t`` (the engine's event loop, stopped at ``t``)."""
-        sim = self.sim
-        submit = sim.table.submit
-        n = len(sim.table)
-        feasible = sim.shapes.feasible
-        heap: list[tuple[float, int, int]] = sim._heap
-        while True:
-            t_arr = float(submit[self._next]) if self._next < n else math.inf
-            t_fin = heap[0][0] if heap else math.inf
-            now = min(t_arr, t_fin)
-            if now > t or math.isinf(now):
-                break
-            sim.now = now
-            freed = False
-            while heap and heap[0][0] <= now:
-                _, _, row = heapq.heappop(heap)
-                sim._finish(row)
-                freed = True
-            lo = self._next
-            while self._next < n and submit[self._next] <= now:
-                self._next += 1
-            new = np.arange(lo, self._next, dtype=np.int64)
-            new = new[feasible[new]]
-            if len(new):
-                sim._enqueue(new)
-            if freed or (len(new) and sim._prefilter(new).any()):
-                self._pass()
-        sim.now = max(sim.now, t)
+        """Process arrivals and finishes up to time ``t`` (the engine's own event loop, paused at ``t``)."""
+        self._drive(self.sim.advance(until=t))
+        self.sim.now = max(self.sim.now, t)
 
     def advance(self, seconds: float) -> None:
         """Move the clock by ``seconds``; an idle cluster jumps to the next arrival."""
         target = self.sim.now + seconds
-        if not len(self.sim.pending_rows()) and not self.sim._heap and self._next < len(self.sim.table):
-            target = max(target, float(self.sim.table.submit[self._next]))
+        nxt = self.sim.next_event()
+        if self.sim.idle() and math.isfinite(nxt):
+            target = max(target, nxt)
         self.advance_to(target)
 
     def done(self) -> bool:
-        return self._next >= len(self.sim.table) and not self.sim._heap and not len(self.sim.pending_rows())
+        return self.sim.idle() and math.isinf(self.sim.next_event())
 
     # ---- the daemon's side -----------------------------------------------------------------------
 

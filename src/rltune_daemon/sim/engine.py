@@ -16,6 +16,7 @@ runtime, so a head always starts no later than its reservation under a static pr
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,6 +95,9 @@ class Simulator:
         self.alloc_log: dict[int, Allocation] = {}
         self._heap: list[tuple[float, int, int]] = []
         self._seq = 0
+        self._arrived = 0  # rows before this one have been submitted (the arrival cursor)
+        interval = controller.interval
+        self._next_tick = float(self.table.submit[0]) if (interval and n) else math.inf
         self._head_rows: dict[int, int] = {}
         self.dropped = [self.table.ids[i] for i in np.flatnonzero(~self.shapes.feasible)]
         sh = self.shapes
@@ -399,51 +403,70 @@ class Simulator:
             return done.value  # type: ignore[no-any-return]
         raise RuntimeError("an external controller needs iterate(), not run()")
 
+    def idle(self) -> bool:
+        """Nothing running and nothing pending."""
+        return not self._heap and not len(self.pending_rows())
+
+    def next_event(self) -> float:
+        """Time of the next arrival or finish (inf when none is left)."""
+        t_arr = float(self.table.submit[self._arrived]) if self._arrived < len(self.table) else math.inf
+        return min(t_arr, self._heap[0][0] if self._heap else math.inf)
+
+    def _events_at(self, now: float) -> tuple[bool, I64]:
+        """Finish every job ending by ``now`` and queue every arrival up to ``now``: (freed, new rows)."""
+        self.now = now
+        freed = False
+        heap = self._heap
+        while heap and heap[0][0] <= now:
+            _, _, row = heapq.heappop(heap)
+            self._finish(row)
+            freed = True
+        submit, n, lo = self.table.submit, len(self.table), self._arrived
+        while self._arrived < n and submit[self._arrived] <= now:
+            self._arrived += 1
+        new = np.arange(lo, self._arrived, dtype=np.int64)
+        new = new[self.shapes.feasible[new]]
+        if len(new):
+            self._enqueue(new)
+        return freed, new
+
+    def _tick(self, now: float) -> None:
+        """The controller's periodic decision, then the next tick: skip idle stretches (the first grid
+        point after the next event)."""
+        interval = float(self.controller.interval or 0.0)
+        self.stats["ticks"] += 1
+        self.controller.on_tick(self)
+        nxt = self.next_event()
+        if len(self.pending_rows()):
+            self._next_tick = now + interval
+        elif np.isfinite(nxt):
+            self._next_tick = now + interval * max(1.0, np.ceil((nxt - now) / interval))
+        else:
+            self._next_tick = math.inf
+
+    def advance(self, until: float = math.inf) -> Generator[I64, I64, None]:
+        """The event loop, resumable: process arrivals, finishes and controller ticks up to ``until``,
+        with a scheduling pass after each that can start something. Yields like ``schedule_pass``."""
+        while True:
+            t_event = self.next_event()
+            if math.isinf(t_event):
+                return
+            now = min(t_event, self._next_tick)
+            if now > until:
+                return
+            freed, new = self._events_at(now)
+            ticked = self._next_tick <= now
+            if ticked:
+                self._tick(now)
+            if freed or ticked or (len(new) and self._prefilter(new).any()):
+                yield from self.schedule_pass()
+
     def iterate(self) -> Generator[I64, I64, SimResult]:
         """The event loop as a generator: yields pending rows whenever an external controller must
         order them, expects the order to be sent back, and returns the result."""
+        yield from self.advance()
         table = self.table
         submit = table.submit
-        n = len(table)
-        feasible = self.shapes.feasible
-        ai = 0
-        interval = self.controller.interval
-        next_tick = float(submit[0]) if (interval and n) else np.inf
-        heap = self._heap
-        while ai < n or heap:
-            t_arr = float(submit[ai]) if ai < n else np.inf
-            t_fin = heap[0][0] if heap else np.inf
-            t_tick = next_tick if interval else np.inf
-            now = min(t_arr, t_fin, t_tick)
-            self.now = now
-            freed = False
-            while heap and heap[0][0] <= now:
-                _, _, row = heapq.heappop(heap)
-                self._finish(row)
-                freed = True
-            lo = ai
-            while ai < n and submit[ai] <= now:
-                ai += 1
-            new = np.arange(lo, ai, dtype=np.int64)
-            new = new[feasible[new]]
-            if len(new):
-                self._enqueue(new)
-            ticked = False
-            if interval and t_tick <= now:
-                assert interval is not None
-                self.stats["ticks"] += 1
-                self.controller.on_tick(self)
-                ticked = True
-                # skip idle stretches: the next tick is the first grid point after the next event
-                nxt = min(float(submit[ai]) if ai < n else np.inf, heap[0][0] if heap else np.inf)
-                if len(self.pending_rows()):
-                    next_tick = now + interval
-                elif np.isfinite(nxt):
-                    next_tick = now + interval * max(1.0, np.ceil((nxt - now) / interval))
-                else:
-                    next_tick = np.inf
-            if freed or ticked or (len(new) and self._prefilter(new).any()):
-                yield from self.schedule_pass()
         metrics = summarize(submit, self.start, self.end, table.gpus.astype(np.float64),
                             self.workload.cluster.total_gpus)
         ran = ~np.isnan(self.start)
