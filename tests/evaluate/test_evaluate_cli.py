@@ -78,3 +78,39 @@ def test_bench_sim_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert rc == 0
     data = json.loads(capsys.readouterr().out)
     assert data["jobs"] == 1024 and data["best_seconds"] > 0 and data["stats"]["started"] == 1024
+
+
+def test_daemon_spec_runs_a_baseline_through_the_planner() -> None:
+    """``daemon:<baseline>`` is the daemon without a model. With Slurm's own order as the policy it writes
+    no SiteFactor at all, so it matches plain multifactor up to the extra scheduling passes its 60-s
+    cycles cause; with SJF it re-plans only every interval and so differs from SJF ranked at every event."""
+    from rltune_daemon.evaluate import EvalConfig, evaluate
+    from rltune_daemon.evaluate.runner import make_controller
+    from rltune_daemon.sim.engine import Simulator
+    from rltune_daemon.sim.modes import DaemonModeController
+
+    cfg = EvalConfig("testbed", ("multifactor", "daemon:multifactor", "sjf", "daemon:sjf"), windows=2,
+                     window_size=150, opts={"jobs": "2000"}, jobs=1, milp=False)
+    res = evaluate(cfg, progress=False)["policies"]
+    assert res["daemon:multifactor"]["bsld"] == pytest.approx(res["multifactor"]["bsld"], rel=0.01)
+    assert res["daemon:sjf"]["per_window"] != res["sjf"]["per_window"]
+    w = load_workload("testbed", estimates="user", seed=0, jobs="2000")
+    event = EvalConfig("testbed", ("daemon:sjf",), mode="event", interval=30.0)
+    ctl = make_controller("daemon:sjf", w, event)
+    assert isinstance(ctl, DaemonModeController) and ctl.interval == 30.0
+    with pytest.raises(UserError, match="unknown policy 'lifo'"):
+        make_controller("daemon:lifo", w, cfg)
+
+    class Watch(DaemonModeController):
+        written = 0
+
+        def on_tick(self, sim: Simulator) -> None:
+            super().on_tick(sim)
+            Watch.written += sum(1 for v in self.site.values() if v)
+
+    _, wins = heldout_windows(w, 2, 150, 0)
+    mf = make_controller("daemon:multifactor", w, cfg)
+    assert isinstance(mf, DaemonModeController)
+    watch = Watch(mf.policy, mf.cfg, interval=60.0)
+    Simulator(wins[0], watch).run()
+    assert watch.plans > 10 and Watch.written == 0

@@ -26,3 +26,11 @@ def test_targets_strict_positive_and_close_to_the_base_multiset(base: list[int])
     assert np.all(np.abs(site_factors(b, t)) <= SITE_FACTOR_LIMIT)
     if len(set(base)) == len(base) and min(base) >= 1:
         assert sorted(t.tolist()) == sorted(base)  # distinct values: a pure permutation
+
+
+def test_realizes_accepts_ties_that_slurms_submit_order_breaks_the_planned_way() -> None:
+    prio = np.array([30, 20, 20, 10], dtype=np.int64)
+    assert not realizes(prio)  # without submit times a tie is ambiguous
+    assert realizes(prio, np.array([5.0, 1.0, 2.0, 0.0]))  # the earlier-submitted tied job is first
+    assert not realizes(prio, np.array([5.0, 2.0, 1.0, 0.0]))  # Slurm would start them the other way
+    assert not realizes(prio, np.array([5.0, 2.0, 2.0, 0.0]))  # same second: left to the job id, nudge

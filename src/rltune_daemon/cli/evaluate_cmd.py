@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("evaluate", help="compare policies on held-out trace windows")
     p.add_argument("--trace", required=True, help="trace name or file (see 'rltune trace list')")
     p.add_argument("--policies", default=",".join(BASELINES),
-                   help="comma-separated: fcfs,sjf,wfp3,unicep,f1,multifactor,qssf and rltune:<model dir>")
+                   help="comma-separated: fcfs,sjf,wfp3,unicep,f1,multifactor,qssf, rltune:<model dir> "
+                        "(learned) and daemon:<baseline> (a baseline as the daemon applies it, no model)")
     p.add_argument("--windows", type=int, default=10)
     p.add_argument("--window-size", type=int, default=1024)
     p.add_argument("--seed", type=int, default=0)

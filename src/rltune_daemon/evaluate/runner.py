@@ -19,6 +19,7 @@ from tqdm import tqdm
 from rltune_daemon.domain.arrays import JobTable
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.evaluate.windows import heldout_windows
+from rltune_daemon.policies.base import Policy
 from rltune_daemon.sim.config import EffectsConfig, SimConfig
 from rltune_daemon.sim.controller import Controller, PolicyController
 from rltune_daemon.sim.engine import Simulator
@@ -56,26 +57,36 @@ class EvalConfig:
 
 
 def make_controller(spec: str, train: Workload, cfg: EvalConfig) -> Controller:
-    """A controller for a policy spec: a baseline name, or ``rltune:<model dir>`` (learned), run as ``cfg``
-    says (mode, interval, guard, placer). The MILP plans with the simulator's own placement effects
-    (``--pure`` switches both off)."""
-    if spec.startswith("rltune:"):
-        from rltune_daemon.planner.config import PlannerConfig
-        from rltune_daemon.policies.learned import load_learned
-        from rltune_daemon.sim.modes import planner_controller
+    """A controller for a policy spec, run as ``cfg`` says (mode, interval, guard, placer):
 
-        learned = load_learned(spec.split(":", 1)[1])
-        placement = cfg.milp and bool(learned.manifest.get("placement", True))
-        planner = PlannerConfig(placement=placement, effects=cfg.sim_config().effects,
-                                starvation_seconds=cfg.starvation_seconds)
-        return planner_controller(learned, cfg.mode, placement=placement, config=planner,
-                                  interval=cfg.interval)
+    * a baseline name (``sjf``): the heuristic ranks the queue at every scheduling pass;
+    * ``rltune:<model dir>``: the learned policy through the daemon's planner (``cfg.mode``);
+    * ``daemon:<baseline>``: the heuristic through the daemon's planner, always in daemon mode: what
+      ``rltune-daemon`` gives with ``base_policy = <baseline>`` and no model.
+
+    The MILP plans with the simulator's own placement effects (``--pure`` switches both off)."""
     from rltune_daemon.policies import make_policy
 
-    policy = make_policy(spec)
+    kind, _, name = spec.partition(":") if spec.startswith(("rltune:", "daemon:")) else ("", "", spec)
+    if kind == "rltune":
+        from rltune_daemon.policies.learned import load_learned
+
+        learned = load_learned(name)
+        return _planned(learned, cfg, cfg.mode, bool(learned.manifest.get("placement", True)))
+    policy = make_policy(name)
     if policy.name == "qssf":
         policy.fit_history(JobTable.from_jobs(train.jobs, train.cluster))
-    return PolicyController(policy)
+    return _planned(policy, cfg, "daemon", True) if kind == "daemon" else PolicyController(policy)
+
+
+def _planned(policy: Policy, cfg: EvalConfig, mode: str, placement: bool) -> Controller:
+    from rltune_daemon.planner.config import PlannerConfig
+    from rltune_daemon.sim.modes import planner_controller
+
+    placement = cfg.milp and placement
+    planner = PlannerConfig(placement=placement, effects=cfg.sim_config().effects,
+                            starvation_seconds=cfg.starvation_seconds)
+    return planner_controller(policy, mode, placement=placement, config=planner, interval=cfg.interval)
 
 
 _STATE: dict[str, Any] = {}

@@ -145,7 +145,8 @@ def plan_inputs(inp: PlanInputs, policy: Policy, cfg: PlannerConfig, mem: Planne
     for tier in np.unique(tiers):
         sel = np.flatnonzero(tiers == tier)
         cur = current[sel]
-        targets[sel] = cur if realizes(cur) else target_priorities(inp.base[plan_rows[sel]])
+        in_order = realizes(cur, table.submit[plan_rows[sel]])
+        targets[sel] = cur if in_order else target_priorities(inp.base[plan_rows[sel]])
     sites = site_factors(inp.base[plan_rows], targets)
 
     # placement for the top-K jobs that can start now

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rltune_daemon.domain.arrays import I64
+from rltune_daemon.domain.arrays import F64, I64
 
 SITE_FACTOR_LIMIT = 2_147_483_645  # scontrol rejects larger magnitudes (FACTS §a)
 
@@ -33,6 +33,10 @@ def site_factors(base: I64, target: I64) -> I64:
     return np.asarray(np.clip(target - base, -SITE_FACTOR_LIMIT, SITE_FACTOR_LIMIT), dtype=np.int64)
 
 
-def realizes(priority: I64) -> bool:
-    """Whether priorities (in plan order) are already strictly decreasing."""
-    return bool(np.all(np.diff(priority) < 0))
+def realizes(priority: I64, submit: F64 | None = None) -> bool:
+    """Whether priorities (in plan order) already give that order: strictly decreasing, or equal where
+    the later job was submitted later (Slurm's tie-break), so writing nothing keeps the order."""
+    d = np.diff(priority)
+    if submit is None:
+        return bool(np.all(d < 0))
+    return bool(np.all((d < 0) | ((d == 0) & (np.diff(submit) > 0))))
