@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from rltune_daemon.evaluate.report import window_wins
+from rltune_daemon.evaluate.report import hurt_table, window_wins
 
 ROOT = Path(__file__).resolve().parents[1] / "results"
 TRACES = ("philly", "helios", "alibaba", "testbed")
@@ -126,6 +126,11 @@ def main() -> int:
                   f"{', '.join(lost) or 'none'}.\n")
             wins = ", ".join(f"{o} {b}/{n} and {w}/{n}" for o, b, w, n in window_wins(res, name))
             print(f"Window by window (lower BSLD / lower mean wait than): {wins}.\n")
+        judged = {k: v["vs_multifactor"] for k, v in pols.items() if "vs_multifactor" in v}
+        if judged:
+            print("Job by job against Slurm's multifactor order on the same windows (hurt / helped: waited "
+                  "more than 10 minutes longer / shorter):\n")
+            print(hurt_table(judged) + "\n")
     variant_table("Ablation (philly): naive vs full",
                   "naive = the 5 raw job columns, no engineered features or sampling, no MILP; full = the 17 "
                   "features sampled to 8 + the MILP over the top 16.", ("variant", "mode"),

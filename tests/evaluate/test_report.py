@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from rltune_daemon.evaluate.report import window_wins, wins_table
 from rltune_daemon.evaluate.runner import EvalConfig, aggregate
@@ -35,3 +38,33 @@ def test_wait_max_is_the_worst_window_not_the_mean() -> None:
     assert res["policies"]["sjf"]["wait_max"] == 900.0
     assert res["policies"]["rltune:m"]["wait_max"] == 100.0
     assert res["policies"]["sjf"]["wait_mean"] == (10.0 + 90.0 + 30.0) / 3
+
+
+def test_job_by_job_counts_jobs_that_waited_longer_than_under_multifactor() -> None:
+    from rltune_daemon.evaluate.runner import job_by_job
+
+    nan = float("nan")
+    ref = [{"window": 0, "job_waits": [0.0, 100.0, 5000.0, 50.0, nan]},
+           {"window": 1, "job_waits": [10.0, 10.0]}]
+    mine = [{"window": 0, "job_waits": [900.0, 100.0, 1000.0, 50.0, 7.0]},  # +900 hurt, -4000 helped
+            {"window": 1, "job_waits": [10.0, 700.0]}]  # +690 hurt
+    got = job_by_job(mine, ref)
+    assert got["jobs"] == 6  # the job that never ran under the reference is not compared
+    assert got["hurt_pct"] == pytest.approx(100 * 2 / 6) and got["helped_pct"] == pytest.approx(100 / 6)
+    assert got["worst_extra_wait"] == 900.0
+    assert job_by_job(ref, ref) == {"jobs": 6, "hurt_pct": 0.0, "helped_pct": 0.0, "worst_extra_wait": 0.0}
+
+
+def test_evaluation_with_multifactor_reports_hurt_jobs(tmp_path: Path) -> None:
+    from rltune_daemon.evaluate.report import write_results
+    from rltune_daemon.evaluate.runner import evaluate
+
+    res = evaluate(EvalConfig("testbed", ("multifactor", "fcfs"), windows=2, window_size=100,
+                              opts={"jobs": "2000"}, jobs=1), progress=False)
+    fcfs = res["policies"]["fcfs"]["vs_multifactor"]
+    assert fcfs["jobs"] == 200 and 0 <= fcfs["hurt_pct"] <= 100
+    assert "vs_multifactor" not in res["policies"]["multifactor"]
+    write_results(res, tmp_path, "rltune evaluate ...")
+    md = (tmp_path / "results.md").read_text()
+    assert "| `fcfs` | " in md and "jobs hurt" in md
+    assert "job_waits" not in (tmp_path / "results.json").read_text()

@@ -53,6 +53,14 @@ def wins_table(results: dict[str, Any], name: str) -> str:
     return "\n".join(lines)
 
 
+def hurt_table(judged: dict[str, dict[str, float]]) -> str:
+    lines = ["| policy | jobs hurt | jobs helped | worst extra wait (s) |", "|---|---|---|---|"]
+    for name, j in judged.items():
+        lines.append(f"| `{name}` | {j['hurt_pct']:.1f} % | {j['helped_pct']:.1f} % | "
+                     f"{j['worst_extra_wait']:.0f} |")
+    return "\n".join(lines)
+
+
 def _pct(x: float, base: float) -> str:
     return f"{100.0 * (x - base) / base:+.1f}%" if base else "n/a"
 
@@ -67,7 +75,7 @@ def _interval(cfg: dict[str, Any]) -> str:
 
 def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
-    slim = {"policies": {k: {kk: vv for kk, vv in v.items() if kk != "waits"}
+    slim = {"policies": {k: {kk: vv for kk, vv in v.items() if kk not in ("waits", "job_waits")}
                          for k, v in results["policies"].items()},
             "config": {**results["config"], "command": command}}
     paths = [out / "results.json", out / "results.md"]
@@ -81,6 +89,10 @@ def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path
           "Means over windows.", "",
           markdown_table(results, baseline="fcfs" if "fcfs" in results["policies"] else first), "",
           "Wait max is the longest wait of any job in any window.", ""]
+    judged = {k: v["vs_multifactor"] for k, v in results["policies"].items() if "vs_multifactor" in v}
+    if judged:
+        md += ["Job by job against Slurm's multifactor order on the same windows (hurt / helped: waited "
+               "more than 10 minutes longer / shorter):", "", hurt_table(judged), ""]
     for name in results["policies"]:
         if name.startswith("rltune:") and len(results["policies"]) > 1:
             md += [f"Window by window, `{name}` against each other policy:", "",
