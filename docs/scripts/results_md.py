@@ -23,6 +23,11 @@ def load(name: str) -> dict | None:  # type: ignore[type-arg]
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+def heuristics(pols: dict, learned_name: str) -> dict:  # type: ignore[type-arg]
+    """The seven baselines ranked at every event (not the learned policy, not ``daemon:`` rows)."""
+    return {k: v for k, v in pols.items() if k != learned_name and not k.startswith("daemon:")}
+
+
 def wait_max(m: dict) -> str:  # type: ignore[type-arg]
     return f"{m['wait_max']:.0f}" if "wait_max" in m else "n/a"
 
@@ -67,7 +72,7 @@ def summary() -> None:
             continue
         pols = res["policies"]
         name, r = learned(res)
-        heur = {k: v for k, v in pols.items() if k != name}
+        heur = heuristics(pols, name)
         hb = min(heur, key=lambda k: heur[k]["bsld"])
         hw = min(heur, key=lambda k: heur[k]["wait_mean"])
         e = next(iter(ev["policies"].values())) if ev else None
@@ -112,7 +117,7 @@ def main() -> int:
         print()
         if any(k.startswith("rltune:") for k in pols):
             name, r = learned(res)
-            heur = {k: v for k, v in pols.items() if k != name}
+            heur = heuristics(pols, name)
             beaten_b = [k for k, v in heur.items() if r["bsld"] < v["bsld"]]
             beaten_w = [k for k, v in heur.items() if r["wait_mean"] < v["wait_mean"]]
             lost = sorted(set(heur) - (set(beaten_b) & set(beaten_w)))
@@ -124,6 +129,11 @@ def main() -> int:
                   f"{paper(PAPER_VS_MULTIFACTOR, trace)}). Lower BSLD **and** wait than: "
                   f"{', '.join(sorted(set(beaten_b) & set(beaten_w))) or 'none'}; not both against: "
                   f"{', '.join(lost) or 'none'}.\n")
+            own = pols.get("daemon:sjf")
+            if own is not None:
+                print(f"Against its own base policy applied by the daemon without a model (`daemon:sjf`, "
+                      f"same 60-s cycles and guard): BSLD {pct(r['bsld'], own['bsld'])}, wait "
+                      f"{pct(r['wait_mean'], own['wait_mean'])}: what the learned actor adds.\n")
             wins = ", ".join(f"{o} {b}/{n} and {w}/{n}" for o, b, w, n in window_wins(res, name))
             print(f"Window by window (lower BSLD / lower mean wait than): {wins}.\n")
         judged = {k: v["vs_multifactor"] for k, v in pols.items() if "vs_multifactor" in v}
