@@ -89,3 +89,23 @@ def test_infeasible_job_is_dropped_and_reported() -> None:
     res = simulate(Workload("t", CLUSTER, jobs), make_policy("fcfs"), PURE)
     assert res.dropped == ["huge"]
     assert res.metrics["jobs"] == 1
+
+
+def test_run_refuses_an_external_controller_and_iterate_serves_it() -> None:
+    """``run()`` (through ``engine.drive``) cannot answer an order request: an external controller gets
+    a clear error there, and the same workload completes through ``iterate()``."""
+    from rltune_daemon.sim.controller import Controller
+    from rltune_daemon.sim.engine import Simulator
+
+    class Agent(Controller):
+        external = True
+
+    with pytest.raises(RuntimeError, match="needs iterate"):
+        Simulator(Workload("hand", CLUSTER, JOBS), Agent(), PURE).run()
+    steps = Simulator(Workload("hand", CLUSTER, JOBS), Agent(), PURE).iterate()
+    pending = next(steps)
+    try:
+        while True:
+            pending = steps.send(pending)
+    except StopIteration as done:
+        assert done.value.stats["started"] == len(JOBS)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Collection, Generator, Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ from rltune_daemon.policies.base import QueueView
 from rltune_daemon.policies.multifactor import Multifactor
 from rltune_daemon.sim.config import SimConfig
 from rltune_daemon.sim.controller import Controller, tiered_order
-from rltune_daemon.sim.engine import Simulator, simulate
+from rltune_daemon.sim.engine import Simulator, drive, simulate
 from rltune_daemon.sim.metrics import summarize
 from rltune_daemon.slurm.assemble import ReadInfo
 from rltune_daemon.slurm.formats import compress_hostlist
@@ -82,18 +82,13 @@ class SimSlurm:
         self.site.pop(row, None)
         self.exc.pop(row, None)
 
-    def _drive(self, steps: Generator[I64, I64, None]) -> None:
-        """Run an engine generator to its end; Slurm orders jobs itself, so nothing is ever asked."""
-        for _ in steps:
-            raise RuntimeError("the simulated Slurm orders jobs itself")  # pragma: no cover
-
     def _pass(self) -> None:
         """One scheduling pass, as slurmctld runs after a job update."""
-        self._drive(self.sim.schedule_pass())
+        drive(self.sim.schedule_pass())
 
     def advance_to(self, t: float) -> None:
         """Process arrivals and finishes up to time ``t`` (the engine's own event loop, paused at ``t``)."""
-        self._drive(self.sim.advance(until=t))
+        drive(self.sim.advance(until=t))
         self.sim.now = max(self.sim.now, t)
 
     def advance(self, seconds: float) -> None:

@@ -19,7 +19,7 @@ import heapq
 import math
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -45,6 +45,9 @@ class Reservation:
     head: int
     at: float
     free: FreeView | None  # None: the head cannot run even on an empty cluster (then it blocks nothing)
+
+
+R = TypeVar("R")
 
 
 @dataclass
@@ -396,12 +399,7 @@ class Simulator:
     # ------------------------------------------------------------------ main loop
     def run(self) -> SimResult:
         """Simulate to the end (controllers that decide for themselves)."""
-        steps = self.iterate()
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
-        raise RuntimeError("an external controller needs iterate(), not run()")
+        return drive(self.iterate())
 
     def idle(self) -> bool:
         """Nothing running and nothing pending."""
@@ -473,6 +471,16 @@ class Simulator:
         metrics["slowdown_mean"] = float(self.slow[ran].mean()) if ran.any() else 1.0
         return SimResult(self.controller.name, self.start, self.end, self.slow, metrics, dict(self.stats),
                          self.dropped, self.reservation_log, self.alloc_log)
+
+
+def drive(steps: Generator[I64, I64, R]) -> R:
+    """Run one of the engine's generators (``iterate``, ``advance``, ``schedule_pass``) to its end and
+    return its value. Only an external controller is asked for an order; for any other that is a bug."""
+    try:
+        next(steps)
+    except StopIteration as done:
+        return cast(R, done.value)
+    raise RuntimeError("an external controller needs iterate() and an agent to order the queue")
 
 
 def simulate(workload: Workload, policy: Policy | Controller, config: SimConfig | None = None) -> SimResult:

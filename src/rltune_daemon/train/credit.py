@@ -19,7 +19,18 @@ import numpy as np
 from rltune_daemon.domain.arrays import F64
 from rltune_daemon.sim.metrics import BSLD_BOUND
 
-WAIT_FLOOR = 60.0  # as in the episode reward: a minute of mean wait counts as "no queue"
+# The reward's normaliser per metric: the base policy's value, floored (BSLD >= 1; a minute of mean
+# wait counts as "no queue"). The episode reward (``ppo.reward``) and the per-decision charges share it.
+REWARD_FLOORS = {"bsld": 1.0, "wait_mean": 60.0}
+
+
+def metric_key(metric: str) -> str:
+    """The metrics key of one ``--metric`` part (``wait`` is the mean wait)."""
+    return "wait_mean" if metric == "wait" else metric
+
+
+def reward_scale(base: dict[str, Any], key: str) -> float:
+    return max(float(base[key]), REWARD_FLOORS[key])
 
 
 def accrued(times: F64, submit: F64, start: F64, end_time: float, weight: F64) -> F64:
@@ -49,14 +60,9 @@ def step_rewards(times: F64, submit: F64, start: F64, end: F64, base: dict[str, 
     run = np.where(ran, end - start, 0.0)
     n_jobs = max(len(submit), 1)
     parts = []
-    for m in metric.split("+"):
-        if m == "bsld":
-            weight = 1.0 / np.maximum(run, BSLD_BOUND)
-            scale = n_jobs * max(float(base["bsld"]), 1.0)
-        else:
-            weight = np.ones(len(submit))
-            scale = n_jobs * max(float(base["wait_mean"]), WAIT_FLOOR)
-        parts.append(accrued(times, submit, start, end_time, weight) / scale)
+    for key in map(metric_key, metric.split("+")):
+        weight = 1.0 / np.maximum(run, BSLD_BOUND) if key == "bsld" else np.ones(len(submit))
+        parts.append(accrued(times, submit, start, end_time, weight) / (n_jobs * reward_scale(base, key)))
     return np.asarray(-np.mean(parts, axis=0), dtype=np.float64)
 
 

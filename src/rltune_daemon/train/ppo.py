@@ -35,7 +35,7 @@ from tqdm import tqdm
 
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.errors import UserError
-from rltune_daemon.train.credit import gae, step_rewards
+from rltune_daemon.train.credit import gae, metric_key, reward_scale, step_rewards
 from rltune_daemon.train.network import Actor, Critic, first_pick_entropy, plackett_luce_logp
 from rltune_daemon.train.sampling import SamplingPolicy, Step
 
@@ -99,17 +99,14 @@ def episode_workload(train: Workload, start: int, size: int) -> Workload:
 
 
 def metric_value(metrics: dict[str, Any], metric: str) -> float:
-    return float(np.mean([metrics[m if m != "wait" else "wait_mean"] for m in metric.split("+")]))
+    return float(np.mean([metrics[metric_key(m)] for m in metric.split("+")]))
 
 
 def reward(base: dict[str, Any], rl: dict[str, Any], metric: str) -> float:
     """Mean over the metrics of ``(base - rl) / base`` (improvement fraction; 0 when both are 0)."""
     parts = []
-    for m in metric.split("+"):
-        key = "wait_mean" if m == "wait" else m
-        b, r = float(base[key]), float(rl[key])
-        floor = 1.0 if key == "bsld" else 60.0  # BSLD >= 1; a minute of mean wait is "no queue"
-        parts.append((b - r) / max(b, floor))
+    for key in map(metric_key, metric.split("+")):
+        parts.append((float(base[key]) - float(rl[key])) / reward_scale(base, key))
     return float(np.clip(np.mean(parts), -1.0, 1.0))
 
 
