@@ -23,7 +23,10 @@ from rltune_daemon.placement.milp import (
 )
 from rltune_daemon.sim.config import EffectsConfig
 
-OPTS = MilpOptions(time_limit=10.0, max_candidates=3)
+# generous CBC limit: these tests check the model's answers, not its speed (a busy CI runner can
+# exceed the 0.05-s production limit and fall back to greedy)
+SOLVE_S = 10.0
+OPTS = MilpOptions(time_limit=SOLVE_S, max_candidates=3)
 
 
 def _placed_jobs(problem_rows: np.ndarray, rows: set[int]) -> tuple[bool, ...]:
@@ -50,7 +53,7 @@ def test_optimal_against_brute_force(ctx: PlacementContext) -> None:
 @given(instances(max_jobs=16, max_nodes=8))
 def test_jointly_feasible_and_never_behind_greedy(ctx: PlacementContext) -> None:
     rows = startable(ctx)
-    res = milp_placer(ctx, rows, time_limit=10.0)
+    res = milp_placer(ctx, rows, time_limit=SOLVE_S)
     assert res.solver == "milp", res.fallback
     check_jointly_feasible(ctx, res.allocations)
     assert set(res.allocations) <= {int(r) for r in rows}
@@ -68,10 +71,10 @@ def test_higher_rank_never_dropped_for_utilisation() -> None:
     """One idle 8-GPU node: rank 1 wants 4 GPUs, rank 2 wants 8. Occupancy alone would pick rank 2."""
     jobs = [Job("small", 0, 4, 3600.0), Job("big", 1, 8, 3600.0)]
     ctx = context([NodeSpec("n0", "a", 8, 32, 8000)], [], jobs)
-    res = milp_placer(ctx, np.array([0, 1]))
+    res = milp_placer(ctx, np.array([0, 1]), time_limit=SOLVE_S)
     assert res.solver == "milp" and set(res.allocations) == {0}
     # and in the other rank order the big job goes first
-    res = milp_placer(ctx, np.array([1, 0]))
+    res = milp_placer(ctx, np.array([1, 0]), time_limit=SOLVE_S)
     assert set(res.allocations) == {1}
 
 
@@ -82,7 +85,7 @@ def test_look_ahead_moves_a_flexible_job_out_of_the_way() -> None:
                   [Job("any", 0, 1, 3600.0), Job("needs-a", 1, 1, 3600.0, gpu_types=("a",))])
     rows = np.array([0, 1])
     assert set(greedy_placer(ctx, rows).allocations) == {0}
-    res = milp_placer(ctx, rows)
+    res = milp_placer(ctx, rows, time_limit=SOLVE_S)
     assert res.solver == "milp" and set(res.allocations) == {0, 1}
     assert res.allocations[0].nodes.tolist() == [1] and res.allocations[1].nodes.tolist() == [0]
     check_jointly_feasible(ctx, res.allocations)
@@ -93,7 +96,7 @@ def _pack_or_spread(limit: float, effects: EffectsConfig) -> PlacementKind:
     next to it either way."""
     ctx = context([NodeSpec("n0", "a", 8, 32, 8000), NodeSpec("n1", "a", 8, 32, 8000)], [("n0", 3, 3, 3000)],
                   [Job("j", 0, 4, limit), Job("k", 1, 1, 60.0)], effects)
-    res = milp_placer(ctx, np.array([0, 1]))
+    res = milp_placer(ctx, np.array([0, 1]), time_limit=SOLVE_S)
     assert res.solver == "milp"
     return PlacementKind.SPREAD if res.allocations[0].nodes.tolist() == [1] else PlacementKind.PACK
 
@@ -110,7 +113,7 @@ def test_slowdown_against_fragmentation() -> None:
 def test_exclusive_option_keeps_others_off() -> None:
     ctx = context([NodeSpec("n0", "a", 8, 32, 8000), NodeSpec("n1", "a", 8, 32, 8000)], [("n0", 4, 4, 4000)],
                   [Job("long", 0, 4, 30 * 86400.0), Job("s1", 1, 2, 600.0), Job("s2", 2, 2, 600.0)])
-    res = milp_placer(ctx, np.array([0, 1, 2]))
+    res = milp_placer(ctx, np.array([0, 1, 2]), time_limit=SOLVE_S)
     assert res.allocations[0].kind is PlacementKind.SPREAD
     alone = set(res.allocations[0].nodes.tolist())
     assert all(not alone & set(a.nodes.tolist()) for r, a in res.allocations.items() if r != 0)
@@ -123,7 +126,7 @@ def test_deterministic() -> None:
     jobs = [Job(f"j{k}", k, [1, 2, 4, 1, 8][k % 5], [600.0, 86400.0, 3600.0][k % 3]) for k in range(16)]
     ctx = context(nodes, used, jobs)
     rows = startable(ctx)
-    runs = [milp_placer(ctx, rows, time_limit=10.0) for _ in range(3)]
+    runs = [milp_placer(ctx, rows, time_limit=SOLVE_S) for _ in range(3)]
     assert all(r.solver == "milp" for r in runs)
     keys = [{row: (a.kind, a.nodes.tolist(), a.gpus.tolist()) for row, a in r.allocations.items()}
             for r in runs]
@@ -134,7 +137,7 @@ def test_beyond_max_jobs_placed_greedily_after_the_milp() -> None:
     nodes = [NodeSpec(f"n{i}", "a", 4, 16, 4000) for i in range(4)]
     jobs = [Job(f"j{k}", k, 1, 3600.0) for k in range(10)]
     ctx = context(nodes, [], jobs)
-    res = milp_placer(ctx, np.arange(10), max_jobs=3)
+    res = milp_placer(ctx, np.arange(10), max_jobs=3, time_limit=SOLVE_S)
     assert res.solver == "milp" and set(res.allocations) == set(range(10))
     check_jointly_feasible(ctx, res.allocations)
 
@@ -145,7 +148,7 @@ def test_make_milp_placer() -> None:
     assert set(placer(ctx, np.array([0, 1])).allocations) == {0, 1}
     with pytest.raises(TypeError):
         make_milp_placer(time_limt=1.0)
-    empty = milp_placer(ctx, np.array([], dtype=np.int64))
+    empty = milp_placer(ctx, np.array([], dtype=np.int64), time_limit=SOLVE_S)
     assert empty.allocations == {} and empty.solver == "milp"
 
 
@@ -176,7 +179,7 @@ def test_solver_failure_falls_back_to_greedy_and_is_counted(monkeypatch: pytest.
     want = greedy_placer(ctx, rows)
     milp.reset_fallback_counts()
     monkeypatch.setattr(milp, "_solve_lp", broken)
-    res = milp_placer(ctx, rows, time_limit=10.0)
+    res = milp_placer(ctx, rows, time_limit=SOLVE_S)
     assert res.solver == "greedy" and res.fallback.startswith(reason)
     assert {r: a.nodes.tolist() for r, a in res.allocations.items()} == \
         {r: a.nodes.tolist() for r, a in want.allocations.items()}
@@ -190,6 +193,6 @@ def test_inconsistent_solution_falls_back(monkeypatch: pytest.MonkeyPatch) -> No
 
     monkeypatch.setattr(milp, "solve", lambda problem, opts: list(range(len(problem.options))))
     milp.reset_fallback_counts()
-    res = milp_placer(_two_job_context(), np.array([0, 1]), time_limit=10.0)
+    res = milp_placer(_two_job_context(), np.array([0, 1]), time_limit=SOLVE_S)
     assert res.solver == "greedy" and res.fallback.startswith("inconsistent")
     assert milp.fallback_counts()["inconsistent"] == 1
