@@ -48,6 +48,23 @@ def test_evaluate_writes_results_that_match_direct_simulation(tmp_path: Path,
     assert "| `sjf` |" in capsys.readouterr().out
 
 
+def test_train_split_windows_never_touch_the_held_out_tail(tmp_path: Path) -> None:
+    w = load_workload("testbed", estimates="user", seed=0, jobs="2000")
+    train, held = heldout_windows(w, 3, 100, 0)
+    _, tuning = heldout_windows(w, 3, 100, 0, from_train=True)
+    train_ids = {j.id for j in train.jobs}
+    assert all({j.id for j in win.jobs} <= train_ids for win in tuning)
+    assert not any({j.id for j in win.jobs} & train_ids for win in held)
+    out = tmp_path / "tune"
+    assert main(["evaluate", "--trace", "testbed", "--opt", "jobs=2000", "--windows", "2", "--window-size",
+                 "100", "--policies", "sjf", "--jobs", "1", "--split", "train", "--out", str(out)]) == 0
+    res = json.loads((out / "results.json").read_text())
+    direct = [simulate(win, make_policy("sjf")).metrics["bsld"] for win in tuning[:2]]
+    assert res["config"]["split"] == "train"
+    assert [pw["bsld"] for pw in res["policies"]["sjf"]["per_window"]] == pytest.approx(direct)
+    assert "training part" in (out / "results.md").read_text()
+
+
 def test_evaluate_parallel_equals_serial(tmp_path: Path) -> None:
     from rltune_daemon.evaluate import EvalConfig, evaluate
 

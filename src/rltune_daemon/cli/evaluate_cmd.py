@@ -37,6 +37,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--starvation-hours", default="4", metavar="HOURS|off",
                    help="daemon mode: the planner's starvation guard, as the daemon's starvation_seconds "
                         "(default 4 h; 'off' disables it, as the paper's event-driven setting has none)")
+    p.add_argument("--split", choices=("held-out", "train"), default="held-out",
+                   help="where the windows come from: the held-out tail (default, for reporting) or the "
+                        "training part (for choosing settings without touching the held-out windows)")
     p.add_argument("--out", type=Path, default=None, help="directory for results.json/.md and plots")
     p.set_defaults(func=run)
 
@@ -55,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     cfg = EvalConfig(trace=args.trace, policies=policies, windows=args.windows, window_size=args.window_size,
                      seed=args.seed, estimates=args.estimates, mode=args.mode, cluster=args.cluster,
                      opts=parse_opts(args.opt), jobs=args.jobs, pure=args.pure,
-                     interval=args.interval, starvation_seconds=starvation, milp=args.placement == "milp")
+                     interval=args.interval, starvation_seconds=starvation, milp=args.placement == "milp",
+                     split=args.split)
     results = evaluate(cfg, progress=sys.stderr.isatty())
     print(markdown_table(results, baseline="fcfs" if "fcfs" in policies else policies[0]))
     if args.out is not None:

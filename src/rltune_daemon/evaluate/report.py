@@ -83,7 +83,8 @@ def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path
     cfg = results["config"]
     first = next(iter(results["policies"]), None)
     md = [f"# Evaluation: {cfg['trace']}", "", f"Command: `{command}`", "",
-          f"{cfg['windows']} windows x {cfg['window_size']} jobs from the held-out last 10 % "
+          f"{cfg['windows']} windows x {cfg['window_size']} jobs from the "
+          f"{'training part (first 90 %)' if cfg.get('split') == 'train' else 'held-out last 10 %'} "
           f"(seed {cfg['seed']}), requested times: {cfg['estimates_used']}, learned-policy mode: "
           f"{cfg['mode']}{_interval(cfg)}, placement effects: {'off' if cfg['pure'] else 'on'}. "
           "Means over windows.", "",

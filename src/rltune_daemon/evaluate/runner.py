@@ -48,6 +48,7 @@ class EvalConfig:
     interval: float = 60.0  # daemon mode: seconds between re-plans (the daemon's `interval`)
     starvation_seconds: float = 4 * 3600.0  # daemon mode: the planner's starvation guard (inf: off)
     milp: bool = True  # learned policies place their top K with the MILP (False: Slurm's greedy default)
+    split: str = "held-out"  # "train": windows from the training part, for choosing settings honestly
 
     def trace_opts(self) -> dict[str, str]:
         return {**EVAL_DEFAULT_OPTS.get(self.trace, {}), **self.opts}
@@ -98,7 +99,8 @@ def _init(cfg: EvalConfig) -> None:
     torch.set_num_threads(1)
     workload = load_workload(cfg.trace, estimates=cfg.estimates, seed=cfg.seed, cluster=cfg.cluster,
                              **cfg.trace_opts())
-    train, windows = heldout_windows(workload, cfg.windows, cfg.window_size, cfg.seed)
+    train, windows = heldout_windows(workload, cfg.windows, cfg.window_size, cfg.seed,
+                                     from_train=cfg.split == "train")
     _STATE.update(cfg=cfg, workload=workload, train=train, windows=windows)
 
 

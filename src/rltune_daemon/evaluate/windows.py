@@ -1,6 +1,7 @@
 """Evaluation windows, as the paper draws them: ``size`` consecutive jobs starting at seeded random
 positions in the last ``held_out`` fraction of the trace (by submit time), each simulated from an idle
-cluster. Training never sees this tail."""
+cluster. Training never sees this tail. ``from_train`` draws the windows from the training part instead:
+the place to choose settings (guard, interval) without looking at the held-out tail."""
 
 from __future__ import annotations
 
@@ -23,10 +24,13 @@ def window_starts(n_jobs: int, windows: int, size: int, seed: int) -> list[int]:
 
 
 def heldout_windows(
-    workload: Workload, windows: int, size: int, seed: int, held_out: float = 0.1
+    workload: Workload, windows: int, size: int, seed: int, held_out: float = 0.1, from_train: bool = False
 ) -> tuple[Workload, list[Workload]]:
-    """The training part and the evaluation windows of ``workload``."""
+    """The training part and the evaluation windows of ``workload`` (of its training part if
+    ``from_train``)."""
     train, test = split_by_time(workload, held_out)
+    if from_train:
+        test = train
     starts = window_starts(len(test.jobs), windows, size, seed)
     wins = [test.with_jobs(test.jobs[s : s + size], window=k, window_start=s) for k, s in enumerate(starts)]
     return train, wins
