@@ -34,6 +34,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--warm-start", type=int, default=0, metavar="EPISODES",
                    help="first imitate the base policy's ranking on this many episodes (0: random init)")
+    p.add_argument("--episodes", choices=("all", "contended"), default="all",
+                   help="episode windows: anywhere in the training split, or only the half of "
+                        "--screen-episodes candidates that queue most under the base policy")
+    p.add_argument("--screen-episodes", type=int, default=128,
+                   help="--episodes contended: candidate windows simulated under the base policy first")
     p.add_argument("--credit", choices=("episode", "step"), default="episode",
                    help="episode: every decision shares the episode's reward (paper); step: each decision is "
                         "charged the slowdown and wait accrued until the next one, advantages by GAE")
@@ -52,12 +57,15 @@ def run(args: argparse.Namespace) -> int:
     opts = {**EVAL_DEFAULT_OPTS.get(args.trace, {}), **parse_opts(args.opt)}
     if args.minutes <= 0 and args.max_iterations <= 0:
         raise UserError("--minutes must be positive (or give --max-iterations)")
+    if args.episodes == "contended" and args.screen_episodes < 2:
+        raise UserError("--screen-episodes must be at least 2 with --episodes contended")
     targs = TrainArgs(
         trace=args.trace, out=args.out, base=args.base, minutes=args.minutes, seed=args.seed, mode=args.mode,
         features=args.features, metric=args.metric, estimates=args.estimates, opts=opts,
         workers=args.workers, episodes_per_iter=args.episodes_per_iter, episode_jobs=args.episode_jobs,
         max_iterations=args.max_iterations, heldout_windows=args.heldout_windows, lr=args.lr,
         warm_start_episodes=args.warm_start, credit=args.credit,
+        episodes=args.episodes, screen_episodes=args.screen_episodes,
         progress=sys.stderr.isatty(),
     )
     manifest = train(targs)

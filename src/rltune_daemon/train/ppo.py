@@ -74,6 +74,9 @@ class TrainArgs:
     heldout_windows: int = 10
     heldout_window_size: int = 1024
     warm_start_episodes: int = 0  # >0: imitate the base policy on that many episodes before PPO
+    episodes: str = "all"  # all | contended: train and validate only on windows that queue (see below)
+    screen_episodes: int = 128  # episodes = contended: candidate windows simulated under the base policy
+    contended_share: float = 0.5  # ... of which the most contended share (by base BSLD) is kept
     progress: bool = True
 
 
@@ -120,6 +123,25 @@ def _base_metrics(start: int) -> dict[str, Any]:
         cache[start] = simulate(episode_workload(_W["train"], start, args.episode_jobs),
                                 make_policy(args.base)).metrics
     return cache[start]
+
+
+def _screen(starts: list[int]) -> list[float]:
+    return [float(_base_metrics(s)["bsld"]) for s in starts]
+
+
+def contended_starts(candidates: np.ndarray[Any, np.dtype[np.int64]], base_bsld: Sequence[float],
+                     share: float) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """The ``share`` of candidate episode starts whose windows queue most under the base policy.
+
+    Order only matters where jobs queue. A trace's quiet stretches give episodes where every order
+    scores alike, so their rewards are noise; and the regime a scheduler is judged in (and the
+    evaluation's held-out tail, which training never sees) is the contended one. Ties keep the
+    lower start, so the choice is deterministic."""
+    if not 0.0 < share <= 1.0:
+        raise UserError(f"contended_share {share:g}: expected a fraction in (0, 1]")
+    keep = max(1, round(len(candidates) * share))
+    order = np.lexsort((candidates, -np.asarray(base_bsld, dtype=np.float64)))
+    return np.sort(candidates[order[:keep]])
 
 
 def _episode(actor: Actor, critic: Critic, start: int, seed: int, deterministic: bool) -> dict[str, Any]:
@@ -238,17 +260,14 @@ def train(args: TrainArgs) -> dict[str, Any]:
     rng = np.random.default_rng(args.seed)
     torch.manual_seed(args.seed)
     torch.set_num_threads(max(1, os.cpu_count() or 1))
+    if args.episodes not in ("all", "contended"):
+        raise UserError(f"episodes {args.episodes!r}: expected 'all' or 'contended'")
     _worker_init(args)  # also validates the trace in the main process
     train_wl: Workload = _W["train"]
     n_starts = len(train_wl.jobs) - args.episode_jobs
     dim = _input_dim(args.features)
     actor, critic = Actor(dim, args.hidden), Critic(5, args.hidden)
-    warm: dict[str, float] = {}
-    if args.warm_start_episodes > 0:
-        warm = warm_start(actor, args, train_wl, rng, n_starts)
     opt = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=args.lr)
-    val_rng = np.random.default_rng(args.seed + 7919)
-    val_jobs = [(int(s), 0) for s in val_rng.integers(0, n_starts, args.validation_episodes)]
     workers = args.workers or os.cpu_count() or 1
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "checkpoints").mkdir(exist_ok=True)
@@ -259,6 +278,25 @@ def train(args: TrainArgs) -> dict[str, Any]:
     if workers > 1:
         ctx = multiprocessing.get_context("spawn")  # no fork after torch started its threads
         pool = ProcessPoolExecutor(workers, ctx, initializer=_worker_init, initargs=(args,))
+    # episode starts: anywhere in the training split, or only its contended windows
+    pool_starts: np.ndarray[Any, np.dtype[np.int64]] | None = None
+    if args.episodes == "contended":
+        cand = np.random.default_rng(args.seed + 104729).integers(0, n_starts, args.screen_episodes)
+        parts = [p.tolist() for p in np.array_split(cand, workers)]
+        scores = [x for part in (pool.map(_screen, parts) if pool is not None else map(_screen, parts))
+                  for x in part]
+        pool_starts = contended_starts(cand, scores, args.contended_share)
+
+    def draw(gen: np.random.Generator, k: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+        if pool_starts is None:
+            return gen.integers(0, n_starts, k)
+        return pool_starts[gen.integers(0, len(pool_starts), k)]
+
+    warm: dict[str, float] = {}
+    if args.warm_start_episodes > 0:
+        warm = warm_start(actor, args, train_wl, draw(rng, args.warm_start_episodes))
+    val_rng = np.random.default_rng(args.seed + 7919)
+    val_jobs = [(int(s), 0) for s in draw(val_rng, args.validation_episodes)]
     bar = tqdm(total=int(budget), unit="s", desc=f"train {args.trace}", disable=not args.progress)
 
     def run(jobs: list[tuple[int, int]], deterministic: bool) -> list[dict[str, Any]]:
@@ -278,7 +316,7 @@ def train(args: TrainArgs) -> dict[str, Any]:
             if done:
                 break
             it += 1
-            starts = rng.integers(0, n_starts, args.episodes_per_iter)
+            starts = draw(rng, args.episodes_per_iter)
             jobs = [(int(s), int(rng.integers(2**31))) for s in starts]
             episodes = [ep for ep in run(jobs, deterministic=False) if not ep["skipped"]]
             if not episodes:
@@ -336,8 +374,8 @@ def train(args: TrainArgs) -> dict[str, Any]:
     return summary
 
 
-def warm_start(actor: Actor, args: TrainArgs, train_wl: Workload, rng: np.random.Generator,
-               n_starts: int) -> dict[str, float]:
+def warm_start(actor: Actor, args: TrainArgs, train_wl: Workload,
+               starts: np.ndarray[Any, np.dtype[np.int64]]) -> dict[str, float]:
     """Behaviour-clone the base policy's ranking (see ``imitation``); returns what was done."""
     from rltune_daemon.policies import make_policy
     from rltune_daemon.sim import Simulator
@@ -346,7 +384,7 @@ def warm_start(actor: Actor, args: TrainArgs, train_wl: Workload, rng: np.random
 
     t0 = time.perf_counter()
     samples = []
-    for start in rng.integers(0, n_starts, args.warm_start_episodes):
+    for start in starts:
         rec = ImitationRecorder(make_policy(args.base), args.features, args.top_m)
         ctl = planner_controller(rec, args.mode, placement=False)
         Simulator(episode_workload(train_wl, int(start), args.episode_jobs), ctl).run()

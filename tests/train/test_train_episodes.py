@@ -1,0 +1,62 @@
+"""Contended episodes: training and validation draw only windows that queue under the base policy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from train_helpers import one_torch_thread, tiny_args
+
+from rltune_daemon.errors import UserError
+from rltune_daemon.train import ppo
+from rltune_daemon.train.ppo import contended_starts, train
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> Iterator[None]:
+    with one_torch_thread():
+        yield
+
+
+def test_keeps_the_most_contended_share_deterministically() -> None:
+    cand = np.array([50, 10, 40, 20, 30], dtype=np.int64)
+    assert contended_starts(cand, [1.0, 9.0, 3.0, 9.0, 2.0], 0.4).tolist() == [10, 20]
+    assert contended_starts(cand, [1.0, 9.0, 3.0, 9.0, 2.0], 0.6).tolist() == [10, 20, 40]
+    # ties keep the lower start
+    assert contended_starts(cand, [5.0] * 5, 0.4).tolist() == [10, 20]
+    assert contended_starts(cand, [5.0] * 5, 1.0).tolist() == [10, 20, 30, 40, 50]
+    with pytest.raises(UserError, match="contended_share 0"):
+        contended_starts(cand, [1.0] * 5, 0.0)
+
+
+def test_training_and_validation_use_only_contended_windows(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    screened: list[int] = []
+    played: list[int] = []
+
+    def screen(starts: list[int]) -> list[float]:
+        screened.extend(starts)
+        return [float(s) for s in starts]  # later windows "queue more": the kept half is the latest
+
+    real = ppo._episode
+
+    def episode(actor: Any, critic: Any, start: int, seed: int, deterministic: bool) -> dict[str, Any]:
+        played.append(start)
+        return real(actor, critic, start, seed, deterministic)
+
+    monkeypatch.setattr(ppo, "_screen", screen)
+    monkeypatch.setattr(ppo, "_episode", episode)
+    manifest = train(tiny_args(tmp_path / "m", episodes="contended", screen_episodes=8,
+                               warm_start_episodes=2, episodes_per_iter=3, max_iterations=2))
+    assert len(screened) == 8
+    kept = set(sorted(screened)[4:])
+    assert played and set(played) <= kept
+    assert manifest["hyperparameters"]["episodes"] == "contended"
+
+
+def test_unknown_episode_choice_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="episodes 'busy'"):
+        train(tiny_args(tmp_path / "m", episodes="busy"))
