@@ -3,6 +3,8 @@ worse than greedy, deterministic, and the objective terms pull the way the docs 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -11,22 +13,46 @@ from placement_helpers import brute_force, check_jointly_feasible, context, inst
 from rltune_daemon.domain.cluster import NodeSpec
 from rltune_daemon.domain.jobs import Job
 from rltune_daemon.domain.plan import PlacementKind
-from rltune_daemon.placement.context import PlacementContext
+from rltune_daemon.placement.context import PlacementContext, PlacementResult
 from rltune_daemon.placement.greedy import greedy_placer
 from rltune_daemon.placement.milp import (
     MilpOptions,
+    Problem,
+    SolveError,
     build_problem,
     evaluate,
     make_milp_placer,
-    milp_placer,
-    solve,
 )
+from rltune_daemon.placement.milp import milp_placer as _milp_placer
+from rltune_daemon.placement.milp import solve as _solve
 from rltune_daemon.sim.config import EffectsConfig
 
 # generous CBC limit: these tests check the model's answers, not its speed (a busy CI runner can
 # exceed the 0.05-s production limit and fall back to greedy)
 SOLVE_S = 10.0
 OPTS = MilpOptions(time_limit=SOLVE_S, max_candidates=3)
+# CBC was seen to report "Stopped on time" on a 3-job instance within that limit on a loaded 2-core CI
+# runner (the same instance solved on replay). A timeout is a counted fallback in production, tested
+# below with a stubbed solver; here it would only be noise, so these tests retry it.
+TRIES = 3
+
+
+def milp_placer(ctx: PlacementContext, rows: np.ndarray, **kw: Any) -> PlacementResult:
+    for _ in range(TRIES):
+        res = _milp_placer(ctx, rows, **kw)
+        if not res.fallback.startswith("timeout"):
+            break
+    return res
+
+
+def solve(problem: Problem, opts: MilpOptions) -> list[int]:
+    for attempt in range(TRIES):
+        try:
+            return _solve(problem, opts)
+        except SolveError as err:
+            if err.reason != "timeout" or attempt == TRIES - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _placed_jobs(problem_rows: np.ndarray, rows: set[int]) -> tuple[bool, ...]:
@@ -179,7 +205,7 @@ def test_solver_failure_falls_back_to_greedy_and_is_counted(monkeypatch: pytest.
     want = greedy_placer(ctx, rows)
     milp.reset_fallback_counts()
     monkeypatch.setattr(milp, "_solve_lp", broken)
-    res = milp_placer(ctx, rows, time_limit=SOLVE_S)
+    res = _milp_placer(ctx, rows, time_limit=SOLVE_S)
     assert res.solver == "greedy" and res.fallback.startswith(reason)
     assert {r: a.nodes.tolist() for r, a in res.allocations.items()} == \
         {r: a.nodes.tolist() for r, a in want.allocations.items()}
@@ -193,6 +219,6 @@ def test_inconsistent_solution_falls_back(monkeypatch: pytest.MonkeyPatch) -> No
 
     monkeypatch.setattr(milp, "solve", lambda problem, opts: list(range(len(problem.options))))
     milp.reset_fallback_counts()
-    res = milp_placer(_two_job_context(), np.array([0, 1]), time_limit=SOLVE_S)
+    res = _milp_placer(_two_job_context(), np.array([0, 1]), time_limit=SOLVE_S)
     assert res.solver == "greedy" and res.fallback.startswith("inconsistent")
     assert milp.fallback_counts()["inconsistent"] == 1
