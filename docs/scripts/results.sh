@@ -49,3 +49,10 @@ if [ -z "${SKIP_ABLATION:-}" ]; then
   "$RLTUNE" evaluate --trace philly --policies rltune:models/philly-sjf --placement greedy \
     --starvation-hours off --windows 10 --window-size 1024 --seed 0 --out docs/results/philly-greedy-noguard
 fi
+# How much of the daemon-mode gap is the 60-s cycle: re-plan 1 s after any change (~15 min per trace).
+if [ -z "${SKIP_INTERVAL1:-}" ]; then
+  for t in philly helios alibaba; do
+    "$RLTUNE" evaluate --trace "$t" --policies "daemon:sjf,rltune:models/$t-sjf" --interval 1 --windows 10 \
+      --window-size 1024 --seed 0 --out "docs/results/$t-interval1"
+  done
+fi
