@@ -46,13 +46,13 @@ def milp_placer(ctx: PlacementContext, rows: np.ndarray, **kw: Any) -> Placement
 
 
 def solve(problem: Problem, opts: MilpOptions) -> list[int]:
-    for attempt in range(TRIES):
+    for _ in range(TRIES - 1):
         try:
             return _solve(problem, opts)
         except SolveError as err:
-            if err.reason != "timeout" or attempt == TRIES - 1:
+            if err.reason != "timeout":
                 raise
-    raise AssertionError("unreachable")
+    return _solve(problem, opts)
 
 
 def _placed_jobs(problem_rows: np.ndarray, rows: set[int]) -> tuple[bool, ...]:

@@ -57,8 +57,6 @@ def run(args: argparse.Namespace) -> int:
     opts = {**EVAL_DEFAULT_OPTS.get(args.trace, {}), **parse_opts(args.opt)}
     if args.minutes <= 0 and args.max_iterations <= 0:
         raise UserError("--minutes must be positive (or give --max-iterations)")
-    if args.episodes == "contended" and args.screen_episodes < 2:
-        raise UserError("--screen-episodes must be at least 2 with --episodes contended")
     targs = TrainArgs(
         trace=args.trace, out=args.out, base=args.base, minutes=args.minutes, seed=args.seed, mode=args.mode,
         features=args.features, metric=args.metric, estimates=args.estimates, opts=opts,

@@ -75,7 +75,7 @@ def _interval(cfg: dict[str, Any]) -> str:
 
 def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
-    slim = {"policies": {k: {kk: vv for kk, vv in v.items() if kk not in ("waits", "job_waits")}
+    slim = {"policies": {k: {kk: vv for kk, vv in v.items() if kk != "waits"}
                          for k, v in results["policies"].items()},
             "config": {**results["config"], "command": command}}
     paths = [out / "results.json", out / "results.md"]

@@ -6,6 +6,7 @@ number. QSSF learns its history from the training split first, as Helios does.
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
 import time
@@ -112,8 +113,7 @@ def _run(spec: str, k: int) -> dict[str, Any]:
     res = Simulator(window, ctl, cfg.sim_config()).run()
     job_waits = res.start - np.array([j.submit for j in window.jobs])  # NaN: never ran
     return {"policy": spec, "window": k, "metrics": res.metrics, "stats": res.stats,
-            "seconds": time.perf_counter() - t0, "waits": job_waits[~np.isnan(job_waits)].tolist(),
-            "job_waits": job_waits.tolist(), "dropped": len(res.dropped)}
+            "seconds": time.perf_counter() - t0, "job_waits": job_waits.tolist(), "dropped": len(res.dropped)}
 
 
 def evaluate(cfg: EvalConfig, progress: bool = True) -> dict[str, Any]:
@@ -170,7 +170,7 @@ def aggregate(cfg: EvalConfig, runs: list[dict[str, Any]], seconds: float, worke
         }
         entry["per_window"] = [{"window": r["window"], **{k: r["metrics"][k] for k in METRIC_KEYS}}
                                for r in mine]
-        entry["waits"] = [w for r in mine for w in r["waits"]]
+        entry["waits"] = [w for r in mine for w in r["job_waits"] if not math.isnan(w)]  # jobs that ran
         entry["sim_seconds"] = float(sum(r["seconds"] for r in mine))
         policies[spec] = entry
     reference = [r for r in runs if r["policy"] == REFERENCE]

@@ -262,6 +262,8 @@ def train(args: TrainArgs) -> dict[str, Any]:
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     if args.episodes not in ("all", "contended"):
         raise UserError(f"episodes {args.episodes!r}: expected 'all' or 'contended'")
+    if args.episodes == "contended" and args.screen_episodes < 2:
+        raise UserError("--screen-episodes must be at least 2 with --episodes contended")
     _worker_init(args)  # also validates the trace in the main process
     train_wl: Workload = _W["train"]
     n_starts = len(train_wl.jobs) - args.episode_jobs
