@@ -10,6 +10,7 @@ from pathlib import Path
 from rltune_daemon.cli.common import parse_opts
 from rltune_daemon.evaluate.report import markdown_table, write_results
 from rltune_daemon.evaluate.runner import EvalConfig, evaluate
+from rltune_daemon.planner.config import REACT_DEFAULT
 from rltune_daemon.policies import BASELINES
 
 
@@ -32,6 +33,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--pure", action="store_true", help="switch co-location/cross-node effects off")
     p.add_argument("--interval", type=float, default=60.0,
                    help="daemon mode: seconds between re-plans, as the daemon's `interval` (default 60)")
+    p.add_argument("--react", type=float, default=REACT_DEFAULT,
+                   help="daemon mode: seconds between queue checks; a changed queue is re-planned at once, "
+                        f"as the daemon's `react` (default {REACT_DEFAULT:g}; 0: only every interval)")
     p.add_argument("--placement", choices=("milp", "greedy"), default="milp",
                    help="learned policies: MILP over the top K (default) or Slurm's greedy default")
     p.add_argument("--starvation-hours", default="4", metavar="HOURS|off",
@@ -55,11 +59,13 @@ def run(args: argparse.Namespace) -> int:
     starvation = _starvation_seconds(args.starvation_hours)
     if not args.interval > 0:
         raise UserError(f"--interval {args.interval:g}: must be a positive number of seconds")
+    if not args.react >= 0:
+        raise UserError(f"--react {args.react:g}: must be 0 (off) or a positive number of seconds")
     cfg = EvalConfig(trace=args.trace, policies=policies, windows=args.windows, window_size=args.window_size,
                      seed=args.seed, estimates=args.estimates, mode=args.mode, cluster=args.cluster,
                      opts=parse_opts(args.opt), jobs=args.jobs, pure=args.pure,
-                     interval=args.interval, starvation_seconds=starvation, milp=args.placement == "milp",
-                     split=args.split)
+                     interval=args.interval, react=args.react, starvation_seconds=starvation,
+                     milp=args.placement == "milp", split=args.split)
     results = evaluate(cfg, progress=sys.stderr.isatty())
     print(markdown_table(results, baseline="fcfs" if "fcfs" in policies else policies[0]))
     if args.out is not None:

@@ -70,7 +70,10 @@ def _interval(cfg: dict[str, Any]) -> str:
         return ""
     guard = cfg.get("starvation_seconds", 4 * 3600.0)
     guard_text = "off" if guard == "off" else f"{float(guard) / 3600:g} h"
-    return f" (re-planned every {cfg.get('interval', 60.0):g} s, starvation guard {guard_text})"
+    react = float(cfg.get("react", 0.0))
+    watch = f" and {react:g} s after a queue change" if 0 < react < float(cfg.get("interval", 60.0)) else ""
+    return (f" (re-planned every {cfg.get('interval', 60.0):g} s{watch}, "
+            f"starvation guard {guard_text})")
 
 
 def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path]:

@@ -20,6 +20,7 @@ from tqdm import tqdm
 from rltune_daemon.domain.arrays import JobTable
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.evaluate.windows import heldout_windows
+from rltune_daemon.planner.config import REACT_DEFAULT
 from rltune_daemon.policies.base import Policy
 from rltune_daemon.sim.config import EffectsConfig, SimConfig
 from rltune_daemon.sim.controller import Controller, PolicyController
@@ -47,6 +48,7 @@ class EvalConfig:
     jobs: int = 0  # worker processes; 0 = all cores
     pure: bool = False  # switch placement effects off
     interval: float = 60.0  # daemon mode: seconds between re-plans (the daemon's `interval`)
+    react: float = REACT_DEFAULT  # daemon mode: queue-check period, re-plan on change (0: off)
     starvation_seconds: float = 4 * 3600.0  # daemon mode: the planner's starvation guard (inf: off)
     milp: bool = True  # learned policies place their top K with the MILP (False: Slurm's greedy default)
     split: str = "held-out"  # "train": windows from the training part, for choosing settings honestly
@@ -88,7 +90,8 @@ def _planned(policy: Policy, cfg: EvalConfig, mode: str, placement: bool) -> Con
     placement = cfg.milp and placement
     planner = PlannerConfig(placement=placement, effects=cfg.sim_config().effects,
                             starvation_seconds=cfg.starvation_seconds)
-    return planner_controller(policy, mode, placement=placement, config=planner, interval=cfg.interval)
+    return planner_controller(policy, mode, placement=placement, config=planner, interval=cfg.interval,
+                              react=cfg.react)
 
 
 _STATE: dict[str, Any] = {}

@@ -6,6 +6,12 @@ from dataclasses import dataclass, field
 
 from rltune_daemon.sim.config import EffectsConfig
 
+# The daemon's cycle timing, shared by its config and by daemon-mode evaluation: a full cycle every
+# INTERVAL_DEFAULT seconds, and a queue check every REACT_DEFAULT seconds that starts a cycle at once
+# when a job arrived, started or finished (0: no checks between cycles).
+INTERVAL_DEFAULT = 60.0
+REACT_DEFAULT = 0.0
+
 
 @dataclass(frozen=True)
 class PlannerConfig:

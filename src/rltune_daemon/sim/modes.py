@@ -4,8 +4,10 @@
 Snapshot of the simulated cluster and its Plan is applied exactly as the Slurm applier applies it:
 SiteFactors on top of Slurm's multifactor priority, ReqNodeList hints that expire after
 ``hint_cycles`` cycles. Between cycles the simulated Slurm schedules by ``multifactor + SiteFactor`` and
-new arrivals have SiteFactor 0. A cycle with no arrival, start or finish since the last plan keeps
-that plan (nothing a plan looks at changed, but the clock).
+new arrivals have SiteFactor 0. With ``react`` > 0 the daemon also checks the queue every ``react``
+seconds and starts a cycle at once when a job arrived, started or finished (the daemon's queue
+watch). A cycle with no arrival, start or finish since the last plan keeps that plan (nothing a plan
+looks at changed, but the clock).
 
 *Event mode* is the paper's simulator: the policy ranks the queue at every scheduling pass and the
 placer chooses nodes for the top-K jobs of that pass.
@@ -31,12 +33,16 @@ from rltune_daemon.sim.engine import Simulator
 
 class DaemonModeController(Controller):
     def __init__(self, policy: Policy, config: PlannerConfig | None = None, placer: Placer | None = None,
-                 interval: float = 60.0, hint_cycles: int = 2, base: Multifactor | None = None) -> None:
+                 interval: float = 60.0, hint_cycles: int = 2, base: Multifactor | None = None,
+                 react: float = 0.0) -> None:
         self.policy = policy
         self.name = policy.name
         self.cfg = config or PlannerConfig()
         self.placer = placer or greedy_placer
-        self.interval = interval
+        self.full_interval = interval
+        self.react = react if 0 < react < interval else 0.0
+        self.interval = self.react or interval  # the engine ticks at the queue-check period
+        self._last_cycle = -np.inf
         self.hint_cycles = hint_cycles
         self.base = base or Multifactor()
         self.memory = PlannerMemory()
@@ -56,13 +62,17 @@ class DaemonModeController(Controller):
         return tiered_order(sim, pending, -(np.maximum(prio + site, 1)).astype(np.float64))
 
     def on_tick(self, sim: Simulator) -> None:
+        seen = (sim.stats["arrived"], sim.stats["started"], sim.stats["finished"])
+        changed = seen != self._seen
+        if not changed and sim.now - self._last_cycle < self.full_interval - 1e-6:
+            return  # a queue check that saw nothing new: no cycle
+        self._last_cycle = sim.now
         self.cycles += 1
         for row, expiry in list(self.hint_expiry.items()):
             if self.cycles >= expiry:
                 sim.clear_hint(row)
                 del self.hint_expiry[row]
-        seen = (sim.stats["arrived"], sim.stats["started"], sim.stats["finished"])
-        if seen == self._seen:
+        if not changed:
             return
         self._seen = seen
         rows = sim.pending_rows()
@@ -135,16 +145,17 @@ def default_placer() -> Placer:
 
 
 def planner_controller(policy: Policy, mode: str, placement: bool = True, placer: Placer | None = None,
-                       config: PlannerConfig | None = None, interval: float = 60.0) -> Controller:
-    """A controller running ``policy`` in ``daemon`` mode (re-planned every ``interval`` seconds) or
-    ``event`` mode; ``placement`` False keeps Slurm's own placement (no hints), as in training and in
-    the paper's naive ablation."""
+                       config: PlannerConfig | None = None, interval: float = 60.0,
+                       react: float = 0.0) -> Controller:
+    """A controller running ``policy`` in ``daemon`` mode (re-planned every ``interval`` seconds, and
+    within ``react`` seconds of a queue change when ``react`` > 0) or ``event`` mode; ``placement``
+    False keeps Slurm's own placement (no hints), as in training and in the paper's naive ablation."""
     cfg = config or PlannerConfig(placement=placement)
     if not placement:
         cfg = PlannerConfig(**{**cfg.__dict__, "placement": False})
     if mode == "daemon":
         return DaemonModeController(policy, cfg, placer or (default_placer() if placement else greedy_placer),
-                                    interval=interval)
+                                    interval=interval, react=react)
     if mode == "event":
         if not placement:
             from rltune_daemon.sim.controller import PolicyController
