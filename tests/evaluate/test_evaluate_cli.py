@@ -112,7 +112,7 @@ def test_daemon_spec_runs_a_baseline_through_the_planner() -> None:
     assert res["daemon:multifactor"]["bsld"] == pytest.approx(res["multifactor"]["bsld"], rel=0.01)
     assert res["daemon:sjf"]["per_window"] != res["sjf"]["per_window"]
     w = load_workload("testbed", estimates="user", seed=0, jobs="2000")
-    event = EvalConfig("testbed", ("daemon:sjf",), mode="event", interval=30.0)
+    event = EvalConfig("testbed", ("daemon:sjf",), mode="event", interval=30.0, react=0.0)
     ctl = make_controller("daemon:sjf", w, event)
     assert isinstance(ctl, DaemonModeController) and ctl.interval == 30.0
     with pytest.raises(UserError, match="unknown policy 'lifo'"):
@@ -131,3 +131,27 @@ def test_daemon_spec_runs_a_baseline_through_the_planner() -> None:
     watch = Watch(mf.policy, mf.cfg, interval=60.0)
     Simulator(wins[0], watch).run()
     assert watch.plans > 10 and Watch.written == 0
+
+
+def test_daemon_mode_queue_checks_replan_a_changed_queue_sooner() -> None:
+    """``react``: the engine ticks every 5 s, but a cycle (hint ageing, re-plan) happens only when a job
+    arrived, started or ended, or the full interval passed; so there are more plans than with 60-s
+    cycles alone, and far fewer cycles than ticks."""
+    from rltune_daemon.evaluate import EvalConfig
+    from rltune_daemon.evaluate.runner import make_controller
+    from rltune_daemon.sim.engine import Simulator
+    from rltune_daemon.sim.modes import DaemonModeController
+
+    w = load_workload("testbed", estimates="user", seed=0, jobs="2000")
+    _, wins = heldout_windows(w, 1, 200, 0)
+    runs = {}
+    for react in (0.0, 5.0):
+        cfg = EvalConfig("testbed", ("daemon:sjf",), react=react, milp=False)
+        ctl = make_controller("daemon:sjf", w, cfg)
+        assert isinstance(ctl, DaemonModeController) and ctl.interval == (react or 60.0)
+        sim = Simulator(wins[0], ctl)
+        sim.run()
+        runs[react] = (ctl.plans, ctl.cycles, sim.stats["ticks"])
+    (plans0, cycles0, ticks0), (plans5, cycles5, ticks5) = runs[0.0], runs[5.0]
+    assert cycles0 == ticks0 and plans0 <= cycles0
+    assert plans5 > plans0 and cycles5 < ticks5 and plans5 <= cycles5

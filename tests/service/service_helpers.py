@@ -101,7 +101,9 @@ def _toml(data: dict[str, Any]) -> str:
 @dataclass
 class ScriptedBackend:
     """A backend that returns the given snapshots in turn and records what it was asked to apply.
-    ``down`` makes ``read`` raise ControllerDown; ``statuses`` forces per-job statuses."""
+    ``down`` makes ``read`` raise ControllerDown; ``statuses`` forces per-job statuses. ``watches``:
+    what successive queue checks see (``"same"``: the last read's queue, ``"new"``: a new pending job,
+    ``"down"``: the controller does not answer); the last entry repeats."""
 
     snapshots: list[Snapshot]
     name: str = "slurm"
@@ -109,6 +111,8 @@ class ScriptedBackend:
     statuses: dict[str, UpdateStatus] = field(default_factory=dict)
     applied: list[list[JobUpdate]] = field(default_factory=list)
     reads: int = 0
+    watches: list[str] = field(default_factory=lambda: ["same"])
+    checks: int = 0
     _last: ReadInfo | None = None
 
     @property
@@ -120,8 +124,17 @@ class ScriptedBackend:
         if self.down:
             raise ControllerDown("slurmctld unreachable (scontrol ping: DOWN); cycle skipped")
         snap = self.snapshots[min(self.reads - 1, len(self.snapshots) - 1)]
-        self._last = ReadInfo()
+        self._last = ReadInfo(queue=frozenset([(j.id, "PENDING") for j in snap.pending]
+                                              + [(r.job.id, "RUNNING") for r in snap.running]))
         return snap
+
+    def watch(self) -> frozenset[tuple[str, str]]:
+        what = self.watches[min(self.checks, len(self.watches) - 1)]
+        self.checks += 1
+        if what == "down":
+            raise ControllerDown("slurmctld unreachable")
+        queue = self._last.queue if self._last is not None else frozenset()
+        return queue | {("new", "PENDING")} if what == "new" else queue
 
     def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], *,
               site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False) -> ApplyResult:

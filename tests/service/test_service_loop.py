@@ -194,4 +194,43 @@ def test_metrics_have_no_per_job_labels(tmp_path: Path) -> None:
     assert _sample(d, "rltune_pending_jobs") == 3
     assert np.isclose(_sample(d, "rltune_gpu_utilization_ratio"), 4 / 13)
     labels = {m for ln in text.splitlines() if ln[:1] != "#" for m in re.findall(r'[{,](\w+)="', ln)}
-    assert labels == {"kind", "action", "outcome", "model", "schema_hash", "fallback", "le"}
+    assert labels == {"kind", "action", "outcome", "result", "model", "schema_hash", "fallback", "le"}
+
+
+def _triggers(log: NullLog) -> list[str]:
+    return [e["trigger"] for e in log.named("cycle")]
+
+
+def test_a_queue_change_starts_the_next_cycle_early(tmp_path: Path) -> None:
+    """Checks every ``react`` s: three unchanged, then a new job -> the second cycle starts after four
+    checks (20 of the 60 s), labelled ``queue``; the daemon's own writes do not count as a change."""
+    backend = ScriptedBackend([snapshot(_queue())], name="sim", watches=["same"] * 3 + ["new"])
+    d, log, _ = _daemon(tmp_path, backend, interval=60, react=5, sim__max_cycles=2)
+    assert d.run() == 0
+    assert _triggers(log) == ["start", "queue"] and backend.checks == 4 and backend.reads == 2
+    assert _sample(d, "rltune_queue_checks_total", result="unchanged") == 3
+    assert _sample(d, "rltune_queue_checks_total", result="changed") == 1
+
+
+def test_an_unchanged_queue_waits_the_full_interval(tmp_path: Path) -> None:
+    backend = ScriptedBackend([snapshot(_queue())], name="sim")
+    d, log, _ = _daemon(tmp_path, backend, interval=60, react=5, sim__max_cycles=2)
+    d.run()
+    assert _triggers(log) == ["start", "interval"] and backend.checks == 11  # at 5, 10, ..., 55 s
+
+
+def test_react_off_or_not_shorter_than_interval_means_no_checks(tmp_path: Path) -> None:
+    for react in (0, 60):
+        backend = ScriptedBackend([snapshot(_queue())], name="sim", watches=["new"])
+        d, log, _ = _daemon(tmp_path, backend, interval=60, react=react, sim__max_cycles=2)
+        d.run()
+        assert _triggers(log) == ["start", "interval"] and backend.checks == 0
+
+
+def test_failed_queue_checks_are_counted_logged_once_and_the_interval_still_runs(tmp_path: Path) -> None:
+    backend = ScriptedBackend([snapshot(_queue())], name="sim", watches=["down"])
+    d, log, _ = _daemon(tmp_path, backend, interval=60, react=5, sim__max_cycles=3)
+    d.run()
+    assert _triggers(log) == ["start", "interval", "interval"]
+    assert _sample(d, "rltune_queue_checks_total", result="error") == 22
+    assert len(log.named("queue_check_failed")) == 1  # once per outage, not every 5 s

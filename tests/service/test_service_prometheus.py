@@ -25,10 +25,10 @@ DOCUMENTED = (
     "rltune_queue_wait_seconds_bucket", "rltune_gpu_utilization_ratio", "rltune_priority_updates_total",
     "rltune_placement_hints_total", "rltune_errors_total", "rltune_model_info", "rltune_milp_fallbacks_total",
     "rltune_job_start_wait_seconds_bucket", "rltune_oldest_pending_wait_seconds",
-    "rltune_last_cycle_timestamp_seconds", "rltune_cycles_total",
+    "rltune_last_cycle_timestamp_seconds", "rltune_cycles_total", "rltune_queue_checks_total",
 )
-ALLOWED_LABELS = {"__name__", "instance", "job", "kind", "action", "outcome", "model", "schema_hash",
-                  "fallback", "le"}
+ALLOWED_LABELS = {"__name__", "instance", "job", "kind", "action", "outcome", "result", "model",
+                  "schema_hash", "fallback", "le"}
 
 
 def _free_port() -> int:

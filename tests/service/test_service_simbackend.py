@@ -90,3 +90,14 @@ def test_cli_runs_cycles_on_the_bundled_trace() -> None:
     assert any(c["jobs_seen"] > 0 for c in cycles) and any(c["priority_updates"] > 0 for c in cycles)
     assert lines[0]["event"] == "starting" and lines[0]["state_file"] == "(memory)"
     assert "simulated" in res.stdout and "jobs finished" in res.stdout
+
+
+def test_queue_check_matches_the_read_until_a_job_arrives_starts_or_ends(small) -> None:  # type: ignore[no-untyped-def]
+    s = SimSlurm(small)
+    _busy(s)
+    s.read()
+    assert s.last is not None and s.queue() == s.last.queue
+    before = s.last.queue
+    while s.queue() == before:
+        s.advance(5.0)
+    assert s.queue() != before and not s.done()

@@ -177,3 +177,35 @@ def test_daemon_survives_a_stopped_controller_and_sigterm_restores(c: SlurmTestC
     prio = c.sprio()
     assert all(prio[j][1] == 0 for j in ids.values())
     assert json.loads((tmp_path / "state.json").read_text())["jobs"] == {}
+
+
+def test_queue_check_sees_a_submission_and_the_daemon_replans_at_once(c: SlurmTestCluster,
+                                                                      tmp_path: Path) -> None:
+    """``react``: the one-squeue check equals the last read's queue until a job is submitted; the real
+    process then starts a cycle within seconds (trigger ``queue``) instead of waiting its 10 minutes."""
+    reader = SlurmBackend(_cfg(tmp_path, c)).reader
+    reader.read()
+    assert reader.last is not None and reader.watch() == reader.last.queue
+    extra = c.submit("--gres=gpu:1", "-t", "3")
+    assert (extra, "PENDING") in reader.watch() - reader.last.queue
+
+    _cfg(tmp_path, c, interval=600, react=0.5, dry_run=True)
+    log = tmp_path / "daemon.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "rltune_daemon.cli.daemon"],
+                                env=_env(tmp_path / "cfg.toml"), stdout=subprocess.DEVNULL, stderr=fh)
+    try:
+        _wait_event(log, lambda e: e.get("event") == "cycle", 30, proc, "the first cycle")
+        seen = next(e["jobs_seen"] for e in _events(log) if e.get("event") == "cycle")
+        late = c.submit("--gres=gpu:1", "-t", "4")
+        _wait_event(log, lambda e: e.get("event") == "cycle" and e["trigger"] == "queue", 30, proc,
+                    "a cycle started by the queue check")
+        second = [e for e in _events(log) if e.get("event") == "cycle"][1]
+        assert second["trigger"] == "queue" and second["jobs_seen"] == seen + 1
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0, log.read_text()[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    c.cancel(extra, late)

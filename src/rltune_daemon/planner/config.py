@@ -10,7 +10,7 @@ from rltune_daemon.sim.config import EffectsConfig
 # INTERVAL_DEFAULT seconds, and a queue check every REACT_DEFAULT seconds that starts a cycle at once
 # when a job arrived, started or finished (0: no checks between cycles).
 INTERVAL_DEFAULT = 60.0
-REACT_DEFAULT = 0.0
+REACT_DEFAULT = 5.0
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,10 @@ class Backend(Protocol):
     def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], *,
               site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False) -> ApplyResult: ...
 
+    def watch(self) -> frozenset[tuple[str, str]]:
+        """The ``(job id, state)`` set of pending and running jobs now, as ``last.queue`` holds it for
+        the last read: the daemon starts a cycle early when the two differ."""
+
     def calls(self) -> int:
         """Slurm commands run in the current cycle."""
 
@@ -57,6 +61,9 @@ class SlurmBackend:
 
     def read(self) -> Snapshot:
         return self.reader.read()
+
+    def watch(self) -> frozenset[tuple[str, str]]:
+        return self.reader.watch()
 
     def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], *,
               site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False) -> ApplyResult:
@@ -98,6 +105,9 @@ class SimBackend:
 
     def read(self) -> Snapshot:
         return self.slurm.read()
+
+    def watch(self) -> frozenset[tuple[str, str]]:
+        return self.slurm.queue()
 
     def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], *,
               site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False) -> ApplyResult:

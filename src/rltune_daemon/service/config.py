@@ -26,7 +26,7 @@ from pydantic_settings import (
 )
 
 from rltune_daemon.errors import UserError
-from rltune_daemon.planner.config import PlannerConfig
+from rltune_daemon.planner.config import INTERVAL_DEFAULT, REACT_DEFAULT, PlannerConfig
 from rltune_daemon.policies.registry import BASELINES
 
 DEFAULT_CONFIG_PATH = "/etc/rltune-daemon/rltune-daemon.toml"
@@ -132,7 +132,10 @@ class DaemonConfig(BaseSettings):
         case_sensitive=False,
     )
 
-    interval: float = Field(60.0, gt=0, le=3600, description="seconds between cycles")
+    interval: float = Field(INTERVAL_DEFAULT, gt=0, le=3600, description="seconds between cycles")
+    react: float = Field(REACT_DEFAULT, ge=0, le=3600,
+                         description="seconds between queue checks (one squeue) between cycles; a job "
+                                     "that arrived, started or ended starts a cycle at once (0: off)")
     dry_run: bool = False
     backend: Literal["slurm", "sim"] = "slurm"
     model: str = Field("", description="learned model directory (models/<name>); empty: none")

@@ -57,6 +57,7 @@ class CycleReport:
 
     cycle: int
     outcome: str = "skipped"  # applied | dry_run | skipped
+    trigger: str = "start"  # start | interval | queue (a queue check saw a job arrive, start or end)
     jobs_seen: int = 0
     running: int = 0
     planned: int = 0
@@ -114,6 +115,8 @@ class Daemon:
         self.state: DaemonState = state_file.load()
         self.memory = PlannerMemory(demoted_since=self.state.demoted_since)
         self.cycle_no = 0
+        self.trigger = "start"
+        self._watch_failing = False
         self.last_plan: Plan | None = None
         self.stop_signal: int | None = None
         self._saved = self._fingerprint()
@@ -166,7 +169,8 @@ class Daemon:
         """Read, plan, apply once (see module docstring). Never raises for Slurm or planner trouble."""
         self.cycle_no += 1
         t0 = time.monotonic()
-        rep = CycleReport(self.cycle_no, policy=self.choice.label, fallback=self.choice.fallback)
+        rep = CycleReport(self.cycle_no, trigger=self.trigger, policy=self.choice.label,
+                          fallback=self.choice.fallback)
         try:
             self._cycle(rep, t0)
         except Exception as exc:  # the daemon outlives any bug in one cycle
@@ -340,6 +344,43 @@ class Daemon:
             time.sleep(min(left, 0.25))
             self.notifier.watchdog()
 
+    def _wait(self, cycle_seconds: float) -> str:
+        """Until the next cycle: ``interval`` after this one began, or sooner when a queue check (every
+        ``react`` seconds) sees a job arrive, start or end. Returns what ended the wait."""
+        interval, react = self.cfg.interval, self.cfg.react
+        step_max = react if 0 < react < interval else interval
+        live = self.backend.name == "slurm"
+        began = time.monotonic() - cycle_seconds
+        waited = cycle_seconds if live else 0.0
+        while self.stop_signal is None and not self.backend.done():
+            step = min(step_max, interval - waited)
+            if step <= 1e-6:
+                break
+            self._sleep(self.backend.tick(step))
+            waited = time.monotonic() - began if live else waited + step
+            if waited >= interval - 1e-6:
+                break
+            if self._queue_changed():
+                return "queue"
+        return "interval"
+
+    def _queue_changed(self) -> bool:
+        """One queue check (one ``squeue``). A failed check is counted and logged once per outage, then
+        the full cycle at ``interval`` reports the trouble as usual."""
+        last = self.backend.last
+        try:
+            now = self.backend.watch()
+        except SlurmError as err:
+            self.metrics.queue_checks.labels("error").inc()
+            if not self._watch_failing:
+                self.log.warning("queue_check_failed", kind=error_kind(err), error=str(err))
+            self._watch_failing = True
+            return False
+        self._watch_failing = False
+        changed = last is None or now != last.queue
+        self.metrics.queue_checks.labels("changed" if changed else "unchanged").inc()
+        return changed
+
     def run(self, once: bool = False) -> int:
         """Cycle until stopped (or once). Exit status: 0 ok, 1 when the last cycle was skipped (``--once``)
         or the final restore left jobs changed."""
@@ -353,10 +394,7 @@ class Daemon:
                 limit = self.cfg.sim.max_cycles if self.backend.name == "sim" else 0
                 if once or self.backend.done() or (limit and self.cycle_no >= limit):
                     break
-                pause = self.backend.tick(self.cfg.interval)
-                if self.backend.name == "slurm":
-                    pause = max(pause - rep.seconds, 0.0)
-                self._sleep(pause)
+                self.trigger = self._wait(rep.seconds)
             if self.backend.name == "sim":
                 summary = _flat(self.backend.summary())
                 self.log.info("sim_summary", **summary)

@@ -18,6 +18,7 @@ ERROR_KINDS = ("controller_down", "timeout", "permission", "parse", "call_budget
                "policy", "state", "update_failed", "update_unknown", "internal")
 HINT_ACTIONS = ("set", "cleared", "expired")
 CYCLE_OUTCOMES = ("applied", "dry_run", "skipped")
+QUEUE_CHECK_RESULTS = ("changed", "unchanged", "error")
 # queue waits run from seconds to days
 WAIT_BUCKETS = (10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 86400, 172800, 604800)
 CYCLE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -42,6 +43,9 @@ class Metrics:
         self.cycle_seconds = Histogram("rltune_cycle_seconds", "Wall time of one daemon cycle",
                                        buckets=CYCLE_BUCKETS, registry=r)
         self.cycles = Counter("rltune_cycles", "Cycles by outcome", ["outcome"], registry=r)
+        self.queue_checks = Counter("rltune_queue_checks",
+                                    "Queue checks between cycles by result (changed starts a cycle)",
+                                    ["result"], registry=r)
         self.pending_jobs = Gauge("rltune_pending_jobs", "Pending jobs seen in the last snapshot", registry=r)
         self.running_jobs = Gauge("rltune_running_jobs", "Running jobs seen in the last snapshot", registry=r)
         self.queue_wait = Histogram("rltune_queue_wait_seconds",
@@ -76,6 +80,8 @@ class Metrics:
             self.placement_hints.labels(action)
         for outcome in CYCLE_OUTCOMES:
             self.cycles.labels(outcome)
+        for result in QUEUE_CHECK_RESULTS:
+            self.queue_checks.labels(result)
         self._model_labels: tuple[str, str, str] | None = None
         self._seen_pending: set[str] = set()
 

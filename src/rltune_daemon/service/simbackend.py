@@ -124,8 +124,15 @@ class SimSlurm:
         snap = self.sim.snapshot(states)
         info = ReadInfo()
         info.display_ids = {j.id: self.names[j.id] for j in snap.pending}
+        info.queue = self.queue()
         self._last = info
         return snap
+
+    def queue(self) -> frozenset[tuple[str, str]]:
+        """``(job id, state)`` of pending and running jobs, as the Slurm reader's ``queue_signature``."""
+        ids = self.sim.table.ids
+        return frozenset([(ids[int(r)], "PENDING") for r in self.sim.pending_rows()]
+                         + [(ids[row], "RUNNING") for row in self.sim.allocs])
 
     def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], *,
               site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False) -> ApplyResult:

@@ -55,14 +55,24 @@ class ReadInfo:
     sprio (held, or released less than ~1 s ago, FACTS a) whose ``site_factor`` of 0 is a guess; the
     writer always writes SiteFactor for them instead of comparing. ``array_tasks``: tasks per record
     for pending arrays. ``display_ids``: ``A_T`` / ``A_[tasks]`` ids as users see them in squeue.
+    ``queue``: ``(job id, state)`` of every pending and running job squeue listed, to compare with a
+    later ``watch`` (see ``queue_signature``).
     """
 
     skipped: list[tuple[str, str]] = field(default_factory=list)
     site_factor_unknown: frozenset[str] = frozenset()
     array_tasks: dict[str, int] = field(default_factory=dict)
     display_ids: dict[str, str] = field(default_factory=dict)
+    queue: frozenset[tuple[str, str]] = frozenset()
     calls: int = 0
     seconds: float = 0.0
+
+
+def queue_signature(records: Iterable[JobRecord]) -> frozenset[tuple[str, str]]:
+    """What the daemon's queue watch compares: a job arrived, started or ended (or changed state) when
+    this set changes. SiteFactor and node-list updates leave it alone, so the daemon's own writes do
+    not trigger cycles; the jobs Slurm starts after them do."""
+    return frozenset((r.job_id, r.state) for r in records)
 
 
 def request_gpus(rec: JobRecord, tres: TresRecord | None) -> tuple[int, str]:

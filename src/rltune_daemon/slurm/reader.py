@@ -4,7 +4,8 @@ One cycle = 5 calls (all pipe-separated text; ``--json`` is 7x slower in 22.05 a
 FACTS e): ``scontrol ping`` (skip the cycle at once when slurmctld is down, FACTS g), ``squeue -o``
 (pending + running jobs, one line per array task), ``squeue -O`` (per-job/per-task GPU requests and
 total CPUs/memory, which ``-o`` cannot print), ``sprio`` (site factor + factors), ``sinfo -N -O``
-(nodes, GRES in use, state, and each partition's PriorityTier/PriorityJobFactor/MaxTime).
+(nodes, GRES in use, state, and each partition's PriorityTier/PriorityJobFactor/MaxTime). A queue
+check between cycles (``watch``) is the one ``squeue -o``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from rltune_daemon.domain import Snapshot
-from rltune_daemon.slurm.assemble import UNLIMITED_DEFAULT_S, ReadInfo, build_snapshot
+from rltune_daemon.slurm.assemble import UNLIMITED_DEFAULT_S, ReadInfo, build_snapshot, queue_signature
 from rltune_daemon.slurm.errors import ControllerDown
 from rltune_daemon.slurm.parse import (
     SINFO_NODE_FORMAT,
@@ -101,7 +102,16 @@ class SlurmReader:
             unlimited_s=self.unlimited_s, source="slurm",
         )
         info.skipped = jobs.skipped + tres.skipped + prio.skipped + nodes.skipped + info.skipped
+        info.queue = queue_signature(jobs.records)
         info.calls = self.runner.calls_this_cycle
         info.seconds = time.monotonic() - t0
         self._last = info
         return snap
+
+    def watch(self) -> frozenset[tuple[str, str]]:
+        """The queue check between cycles: the same ``squeue -o`` as ``read`` (so ids and states compare
+        exactly with ``last.queue``), one call, bounded by the ping timeout so a hung controller cannot
+        stall the loop."""
+        self.runner.begin_cycle()
+        res = self.runner.run(squeue_jobs_argv(self.partitions), timeout=self.runner.ping_timeout)
+        return queue_signature(parse_squeue_jobs(res.stdout).records)
