@@ -84,10 +84,6 @@ def summary() -> None:
     print()
 
 
-def full_philly_loaded() -> bool:
-    return load("philly") is not None and load("philly-naive") is not None
-
-
 def main() -> int:
     if "--summary" in sys.argv:
         summary()
@@ -176,17 +172,22 @@ def main() -> int:
         for name, m in pure["policies"].items():
             print(f"| `{name}` | {m['bsld']:.2f} | {m['wait_mean']:.0f} |")
         print()
-    fast = load("philly-interval15")
-    if fast and full_philly_loaded():
-        print("## Daemon interval (philly)\n")
-        print(f"`{fast['config']['command']}`\n")
-        print("| model | BSLD, every 60 s | BSLD, every 15 s | wait (s), every 60 s | wait (s), every 15 s |")
-        print("|---|---|---|---|---|")
-        slow = {**load("philly")["policies"], **load("philly-naive")["policies"]}  # type: ignore[index]
-        for name, m in fast["policies"].items():
-            o = slow[name]
-            print(f"| `{name}` | {o['bsld']:.2f} | {m['bsld']:.2f} | {o['wait_mean']:.0f} | "
-                  f"{m['wait_mean']:.0f} |")
+    react_rows = [(t, load(t), load(f"{t}-react0")) for t in TRACES]
+    if any(r is not None for _, _, r in react_rows):
+        print("## Queue checks (`react`, daemon mode)\n")
+        print("By default the daemon checks the queue every 5 s and re-plans at once when a job arrived, "
+              "started or ended; `--react 0` re-plans only every 60 s. Commands: "
+              + "; ".join(f"`{r['config']['command']}`" for _, _, r in react_rows if r) + "\n")
+        print("| trace | policy | BSLD, react 5 s | BSLD, 60 s only | wait (s), react 5 s | "
+              "wait (s), 60 s only |")
+        print("|---|---|---|---|---|---|")
+        for t, base, r in react_rows:
+            if base is None or r is None:
+                continue
+            for name, m in r["policies"].items():
+                o = base["policies"][name]
+                print(f"| {t} | `{name}` | {o['bsld']:.2f} | {m['bsld']:.2f} | {o['wait_mean']:.0f} | "
+                      f"{m['wait_mean']:.0f} |")
         print()
     return 0
 

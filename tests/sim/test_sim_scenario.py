@@ -109,3 +109,24 @@ def test_run_refuses_an_external_controller_and_iterate_serves_it() -> None:
             pending = steps.send(pending)
     except StopIteration as done:
         assert done.value.stats["started"] == len(JOBS)
+
+
+def test_a_tick_never_sees_what_happens_at_its_own_instant() -> None:
+    """A controller ticking every 10 s on this 10-s-aligned trace: at t=10 J3 (submitted at 10) is not
+    yet pending and at t=100 J1 (ending at 100) still runs; both are seen at the next tick. A tick that
+    saw same-instant events would re-plan before every scheduling pass, a reaction time no daemon has."""
+    from rltune_daemon.sim.controller import PolicyController
+    from rltune_daemon.sim.engine import Simulator
+
+    seen: dict[float, tuple[list[str], int]] = {}
+
+    class Ticking(PolicyController):
+        interval = 10.0
+
+        def on_tick(self, sim: Simulator) -> None:
+            seen[sim.now] = ([sim.table.ids[int(r)] for r in sim.pending_rows()], len(sim.allocs))
+
+    Simulator(Workload("hand", CLUSTER, JOBS), Ticking(make_policy("fcfs")), PURE).run()
+    assert "J3" not in seen[10.0][0] and "J3" in seen[20.0][0]
+    # at 100: J1 (ending at 100), J2, J4 still run; at 110: J2, J4, and J6 (submitted at 110) not yet
+    assert seen[100.0][1] == 3 and seen[110.0][1] == 2 and "J6" not in seen[110.0][0]

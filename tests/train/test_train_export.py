@@ -182,8 +182,8 @@ def test_learned_controller_plans_with_the_simulators_effects(tmp_path: Path) ->
     pure, default = ctl(pure=True), ctl()
     assert pure.cfg.effects == EffectsConfig.pure()
     assert default.cfg.effects == EffectsConfig()
-    assert default.interval == 60.0
-    assert ctl(interval=15.0).interval == 15.0
+    assert default.full_interval == 60.0 and default.react == 5.0
+    assert ctl(interval=15.0).full_interval == 15.0
     assert ctl(starvation_seconds=float("inf")).cfg.starvation_seconds == float("inf")
     assert default.cfg.starvation_seconds == 4 * 3600.0
     assert default.cfg.placement and not ctl(milp=False).cfg.placement

@@ -101,7 +101,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.restore:
             return _restore(daemon)
         log.info("starting", version=__version__, config=str(path) if path else "", backend=cfg.backend,
-                 dry_run=cfg.dry_run, interval=cfg.interval, policy=daemon.choice.label,
+                 dry_run=cfg.dry_run, interval=cfg.interval, react=cfg.react, policy=daemon.choice.label,
                  fallback=daemon.choice.fallback, state_file=str(state_file.path or "(memory)"),
                  metrics=f"{cfg.metrics.bind}:{server.port}" if server else "off",
                  watchdog=notifier.watchdog_interval)

@@ -2,7 +2,10 @@
 
 Events are merged from the (sorted) submit times and a heap of finish times keyed by
 ``(time, sequence)`` so equal times resolve in a fixed order (SimPy's monotonic tie-break). At one
-instant, finishes are applied first, then arrivals, then the tick, then one scheduling pass.
+instant, a controller tick comes first, with its own scheduling pass: a daemon reading the queue at
+``t`` does not see a job submitted or ending at ``t`` (otherwise a tick grid that matches a trace's
+1-s timestamps would re-plan before every event, a reaction time no daemon has). Then finishes are
+applied, then arrivals, then one scheduling pass.
 
 A pass walks pending jobs in the controller's order and starts every job that fits (Slurm's main
 scheduler) until a job does not; that job becomes its partition's *head* and gets a reservation at the
@@ -452,11 +455,13 @@ class Simulator:
             now = min(t_event, self._next_tick)
             if now > until:
                 return
-            freed, new = self._events_at(now)
-            ticked = self._next_tick <= now
-            if ticked:
+            if self._next_tick <= t_event:  # the tick first (module docstring)
+                self.now = now
                 self._tick(now)
-            if freed or ticked or (len(new) and self._prefilter(new).any()):
+                yield from self.schedule_pass()
+                continue
+            freed, new = self._events_at(now)
+            if freed or (len(new) and self._prefilter(new).any()):
                 yield from self.schedule_pass()
 
     def iterate(self) -> Generator[I64, I64, SimResult]:
