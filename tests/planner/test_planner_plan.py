@@ -107,6 +107,28 @@ def test_starvation_guard_restores_multifactor_position() -> None:
     assert p3.entries[0].reason.startswith("starvation guard")
 
 
+def test_starvation_slots_restore_the_longest_kept_back_jobs_first() -> None:
+    """Three long jobs kept back behind short ones: with ``starvation_slots=1`` only the one kept back
+    longest (then: first in multifactor order) is restored; when it leaves the queue, the next one is."""
+    cfg = PlannerConfig(starvation_seconds=3600.0, starvation_slots=1)
+    mem = PlannerMemory()
+    longs = [(Job(f"long{k}", float(k), 1, 90000.0, partition="gpu"), PendingState(priority=5000 - k))
+             for k in range(3)]
+    shorts = [(Job(f"short{k}", 10.0 + k, 1, 60.0, partition="gpu"), PendingState(priority=1000 - k))
+              for k in range(2)]
+    sjf = make_policy("sjf")
+    plan(snapshot(longs[1:] + shorts, FULL, clock=1000.0), sjf, cfg, mem)  # long1, long2 kept back first
+    plan(snapshot(longs + shorts, FULL, clock=1500.0), sjf, cfg, mem)
+    p = plan(snapshot(longs + shorts, FULL, clock=1000.0 + 3600.0), sjf, cfg, mem)
+    assert p.order == ("short0", "long1", "short1", "long0", "long2")  # back at its multifactor rank 2
+    assert [e.job_id for e in p.entries if e.reason.startswith("starvation guard")] == ["long1"]
+    p = plan(snapshot([longs[0], longs[2], *shorts], FULL, clock=1000.0 + 3600.0), sjf, cfg, mem)
+    assert p.order[1] == "long2"  # kept back since 1000; long0 only since 1500
+    every = plan(snapshot(longs + shorts, FULL, clock=9000.0), sjf, PlannerConfig(starvation_seconds=3600.0),
+                 PlannerMemory({"long0": 0.0, "long1": 0.0, "long2": 0.0}))
+    assert every.order == ("long0", "short0", "long1", "short1", "long2")  # slots 0: all restored
+
+
 def test_hints_only_where_the_placer_differs_from_slurm_default() -> None:
     from rltune_daemon.placement.allocate import allocate
     from rltune_daemon.placement.context import PlacementContext, PlacementResult

@@ -41,6 +41,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--starvation-hours", default="4", metavar="HOURS|off",
                    help="daemon mode: the planner's starvation guard, as the daemon's starvation_seconds "
                         "(default 4 h; 'off' disables it, as the paper's event-driven setting has none)")
+    p.add_argument("--starvation-slots", type=int, default=0, metavar="N",
+                   help="daemon mode: kept-back jobs the guard restores at once per tier, longest first, as "
+                        "the daemon's starvation_slots (default 0: all)")
     p.add_argument("--split", choices=("held-out", "train"), default="held-out",
                    help="where the windows come from: the held-out tail (default, for reporting) or the "
                         "training part (for choosing settings without touching the held-out windows)")
@@ -59,12 +62,15 @@ def run(args: argparse.Namespace) -> int:
     starvation = _starvation_seconds(args.starvation_hours)
     if not args.interval > 0:
         raise UserError(f"--interval {args.interval:g}: must be a positive number of seconds")
+    if args.starvation_slots < 0:
+        raise UserError(f"--starvation-slots {args.starvation_slots}: must be 0 (all) or a positive count")
     if not args.react >= 0:
         raise UserError(f"--react {args.react:g}: must be 0 (off) or a positive number of seconds")
     cfg = EvalConfig(trace=args.trace, policies=policies, windows=args.windows, window_size=args.window_size,
                      seed=args.seed, estimates=args.estimates, mode=args.mode, cluster=args.cluster,
                      opts=parse_opts(args.opt), jobs=args.jobs, pure=args.pure,
                      interval=args.interval, react=args.react, starvation_seconds=starvation,
+                     starvation_slots=args.starvation_slots,
                      milp=args.placement == "milp", split=args.split)
     results = evaluate(cfg, progress=sys.stderr.isatty())
     print(markdown_table(results, baseline="fcfs" if "fcfs" in policies else policies[0]))

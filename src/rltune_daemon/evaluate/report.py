@@ -70,6 +70,9 @@ def _interval(cfg: dict[str, Any]) -> str:
         return ""
     guard = cfg.get("starvation_seconds", 4 * 3600.0)
     guard_text = "off" if guard == "off" else f"{float(guard) / 3600:g} h"
+    slots = int(cfg.get("starvation_slots", 0))
+    if slots and guard != "off":
+        guard_text += f", {slots} restored at a time"
     react = float(cfg.get("react", 0.0))
     watch = f" and {react:g} s after a queue change" if 0 < react < float(cfg.get("interval", 60.0)) else ""
     return (f" (re-planned every {cfg.get('interval', 60.0):g} s{watch}, "

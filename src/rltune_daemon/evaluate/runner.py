@@ -50,6 +50,7 @@ class EvalConfig:
     interval: float = 60.0  # daemon mode: seconds between re-plans (the daemon's `interval`)
     react: float = REACT_DEFAULT  # daemon mode: queue-check period, re-plan on change (0: off)
     starvation_seconds: float = 4 * 3600.0  # daemon mode: the planner's starvation guard (inf: off)
+    starvation_slots: int = 0  # daemon mode: guarded jobs restored at once per tier (0: all)
     milp: bool = True  # learned policies place their top K with the MILP (False: Slurm's greedy default)
     split: str = "held-out"  # "train": windows from the training part, for choosing settings honestly
 
@@ -89,7 +90,8 @@ def _planned(policy: Policy, cfg: EvalConfig, mode: str, placement: bool) -> Con
 
     placement = cfg.milp and placement
     planner = PlannerConfig(placement=placement, effects=cfg.sim_config().effects,
-                            starvation_seconds=cfg.starvation_seconds)
+                            starvation_seconds=cfg.starvation_seconds,
+                            starvation_slots=cfg.starvation_slots)
     return planner_controller(policy, mode, placement=placement, config=planner, interval=cfg.interval,
                               react=cfg.react)
 

@@ -16,12 +16,16 @@ REACT_DEFAULT = 5.0
 @dataclass(frozen=True)
 class PlannerConfig:
     """``top_k``: jobs the placement step considers. ``starvation_seconds``: longest a job may stay
-    below its multifactor position before the guard restores that position. ``exempt_*``: jobs the
-    planner never touches (SLA-bound work keeps Slurm's own priority). ``placement``: emit node hints."""
+    below its multifactor position before the guard restores that position. ``starvation_slots``: how
+    many such jobs per PriorityTier the guard restores at once, longest-kept first (0: all); the others
+    wait their turn in the planned order, so an overloaded queue does not turn back into multifactor.
+    ``exempt_*``: jobs the planner never touches (SLA-bound work keeps Slurm's own priority).
+    ``placement``: emit node hints."""
 
     top_k: int = 16
     placement: bool = True
     starvation_seconds: float = 4 * 3600.0
+    starvation_slots: int = 0
     exempt_qos: tuple[str, ...] = ()
     exempt_partitions: tuple[str, ...] = ()
     exempt_users: tuple[str, ...] = ()

@@ -117,7 +117,7 @@ def plan_inputs(inp: PlanInputs, policy: Policy, cfg: PlannerConfig, mem: Planne
     for tier in sorted({int(t) for t in table.tier[ordered]}, reverse=True):
         tier_rows = ordered[table.tier[ordered] == tier]
         base_rank = _base_rank(inp.base, table.submit, tier_rows)
-        keys: list[tuple[float, int]] = []
+        starving: list[tuple[float, int, int]] = []  # (demoted since, base rank, position)
         for pos, r in enumerate(tier_rows):
             row = int(r)
             jid = table.ids[row]
@@ -125,13 +125,17 @@ def plan_inputs(inp: PlanInputs, policy: Policy, cfg: PlannerConfig, mem: Planne
             if pos > b:
                 since = mem.demoted_since.setdefault(jid, now)
                 if now - since >= cfg.starvation_seconds:
-                    guarded.add(row)
-                    keys.append((b - 0.5, pos))
-                    continue
+                    starving.append((since, b, pos))
             else:
                 mem.demoted_since.pop(jid, None)
-            keys.append((float(pos), pos))
-        final.extend(int(tier_rows[p]) for _, p in sorted(keys))
+        starving.sort()
+        if cfg.starvation_slots > 0:
+            starving = starving[: cfg.starvation_slots]
+        lifted = {pos: b for _, b, pos in starving}
+        guarded.update(int(tier_rows[pos]) for pos in lifted)
+        keys = sorted((lifted[pos] - 0.5 if pos in lifted else float(pos), pos)
+                      for pos in range(len(tier_rows)))
+        final.extend(int(tier_rows[p]) for _, p in keys)
     live = {table.ids[int(r)] for r in rows}
     for jid in list(mem.demoted_since):
         if jid not in live:

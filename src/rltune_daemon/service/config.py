@@ -68,6 +68,8 @@ class PlannerSection(_Section):
     milp_time_limit: float = Field(0.5, gt=0, le=30, description="seconds per MILP solve")
     hint_cycles: int = Field(2, ge=1, le=100, description="cycles a hinted job may stay pending")
     starvation_seconds: float = Field(4 * 3600.0, gt=0, description="starvation guard threshold")
+    starvation_slots: int = Field(0, ge=0, le=10000, description="kept-back jobs restored at once per "
+                                  "tier, longest first (0: all)")
 
 
 class ExemptSection(_Section):
@@ -189,6 +191,7 @@ class DaemonConfig(BaseSettings):
         p, e = self.planner, self.exempt
         return PlannerConfig(
             top_k=p.top_k, placement=p.placement, starvation_seconds=p.starvation_seconds,
+            starvation_slots=p.starvation_slots,
             exempt_qos=e.qos, exempt_partitions=e.partitions, exempt_users=e.users,
             exempt_accounts=e.accounts,
         )
