@@ -46,9 +46,9 @@ def main() -> int:
             watch.append(t1 - t0)
             read.append(time.perf_counter() - t1)
         assert reader.last is not None
-        print(f"{len(reader.last.queue)} jobs in squeue: queue check {statistics.median(watch) * 1000:.1f} ms "
-              f"(1 call), snapshot read {statistics.median(read) * 1000:.1f} ms (5 calls), "
-              f"ratio {statistics.median(read) / statistics.median(watch):.1f}")
+        w, r = statistics.median(watch), statistics.median(read)
+        print(f"{len(reader.last.queue)} jobs in squeue: queue check {w * 1000:.1f} ms (1 call), "
+              f"snapshot read {r * 1000:.1f} ms (5 calls), ratio {r / w:.1f}")
     finally:
         cluster.stop(purge=True)
     return 0

@@ -54,3 +54,17 @@ if [ -z "${SKIP_REACT0:-}" ]; then
       --window-size 1024 --seed 0 --out "docs/results/$t-react0"
   done
 fi
+# The starvation guard restoring one kept-back job at a time (`--starvation-slots 1`) instead of all: chosen
+# against on training-split windows (mixed), reported on the held-out ones for Alibaba and Helios.
+if [ -z "${SKIP_SLOTS:-}" ]; then
+  for t in philly helios alibaba testbed; do
+    for s in 0 1; do
+      "$RLTUNE" evaluate --trace "$t" --policies "rltune:models/$t-sjf" --split train --starvation-slots "$s" \
+        --windows 10 --window-size 1024 --seed 0 --out "docs/results/guard-slots/train-$t-slots$s"
+    done
+  done
+  for t in alibaba helios; do
+    "$RLTUNE" evaluate --trace "$t" --policies "rltune:models/$t-sjf" --starvation-slots 1 --windows 10 \
+      --window-size 1024 --seed 0 --out "docs/results/$t-slots1"
+  done
+fi
