@@ -47,8 +47,11 @@ if [ -z "${SKIP_ABLATION:-}" ]; then
   "$RLTUNE" evaluate --trace philly --policies rltune:models/philly-sjf --placement greedy \
     --starvation-hours off --windows 10 --window-size 1024 --seed 0 --out docs/results/philly-greedy-noguard
 fi
-# What the queue checks (`react`, 5 s by default) change: the same two policies with 60-s cycles only.
+# What the queue checks (`react`, 5 s by default) change: the same two policies with 60-s cycles only,
+# and (philly) with 1-s checks.
 if [ -z "${SKIP_REACT0:-}" ]; then
+  "$RLTUNE" evaluate --trace philly --policies "daemon:sjf,rltune:models/philly-sjf" --react 1 --windows 10 \
+    --window-size 1024 --seed 0 --out docs/results/philly-react1
   for t in philly helios alibaba testbed; do
     "$RLTUNE" evaluate --trace "$t" --policies "daemon:sjf,rltune:models/$t-sjf" --react 0 --windows 10 \
       --window-size 1024 --seed 0 --out "docs/results/$t-react0"

@@ -1,4 +1,5 @@
-"""``rltune-daemon``: tune Slurm job priorities (SiteFactor) and placement every ``interval`` seconds.
+"""``rltune-daemon``: tune Slurm job priorities (SiteFactor) and placement every ``interval`` seconds,
+and within ``react`` seconds of a job arriving, starting or ending.
 
 Start with ``--dry-run`` (prints what would change, writes nothing), then run it under systemd.
 ``--restore`` puts every job the daemon changed back to how it was. Bad input is one line on
