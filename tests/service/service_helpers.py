@@ -103,7 +103,7 @@ class ScriptedBackend:
     """A backend that returns the given snapshots in turn and records what it was asked to apply.
     ``down`` makes ``read`` raise ControllerDown; ``statuses`` forces per-job statuses. ``watches``:
     what successive queue checks see (``"same"``: the last read's queue, ``"new"``: a new pending job,
-    ``"down"``: the controller does not answer); the last entry repeats."""
+    ``"down"``: the controller does not answer, ``"bug"``: any other exception); the last entry repeats."""
 
     snapshots: list[Snapshot]
     name: str = "slurm"
@@ -133,6 +133,8 @@ class ScriptedBackend:
         self.checks += 1
         if what == "down":
             raise ControllerDown("slurmctld unreachable")
+        if what == "bug":
+            raise ValueError("unexpected squeue output")
         queue = self._last.queue if self._last is not None else frozenset()
         return queue | {("new", "PENDING")} if what == "new" else queue
 

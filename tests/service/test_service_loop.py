@@ -234,3 +234,12 @@ def test_failed_queue_checks_are_counted_logged_once_and_the_interval_still_runs
     assert _triggers(log) == ["start", "interval", "interval"]
     assert _sample(d, "rltune_queue_checks_total", result="error") == 22
     assert len(log.named("queue_check_failed")) == 1  # once per outage, not every 5 s
+
+
+def test_a_queue_check_that_throws_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    backend = ScriptedBackend([snapshot(_queue())], name="sim", watches=["bug", "new"])
+    d, log, _ = _daemon(tmp_path, backend, interval=60, react=5, sim__max_cycles=2)
+    assert d.run() == 0
+    assert _triggers(log) == ["start", "queue"]
+    assert _sample(d, "rltune_queue_checks_total", result="error") == 1
+    assert log.named("queue_check_failed")[0]["kind"] == "internal"

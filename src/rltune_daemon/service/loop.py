@@ -366,11 +366,11 @@ class Daemon:
 
     def _queue_changed(self) -> bool:
         """One queue check (one ``squeue``). A failed check is counted and logged once per outage, then
-        the full cycle at ``interval`` reports the trouble as usual."""
+        the full cycle at ``interval`` reports the trouble as usual; like a cycle, it never raises."""
         last = self.backend.last
         try:
             now = self.backend.watch()
-        except SlurmError as err:
+        except Exception as err:  # the daemon outlives any failure of one check
             self.metrics.queue_checks.labels("error").inc()
             if not self._watch_failing:
                 self.log.warning("queue_check_failed", kind=error_kind(err), error=str(err))
