@@ -7,12 +7,14 @@ Every GPU is held by a blocker for the whole module, so submitted GPU jobs pend.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +122,21 @@ def test_exempt_and_running_jobs_are_untouched(c: SlurmTestCluster, tmp_path: Pa
     assert set(d.state.jobs) <= set(mine.values())
 
 
+@contextlib.contextmanager
+def _daemon_process(tmp_path: Path, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """The real ``rltune-daemon`` process on ``tmp_path/cfg.toml``, its log lines in ``log``; killed on
+    the way out if the test did not stop it."""
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "rltune_daemon.cli.daemon"],
+                                env=_env(tmp_path / "cfg.toml"), stdout=subprocess.DEVNULL, stderr=fh)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def _events(path: Path) -> list[dict[str, Any]]:
     out = []
     for ln in path.read_text().splitlines():
@@ -145,10 +162,7 @@ def test_daemon_survives_a_stopped_controller_and_sigterm_restores(c: SlurmTestC
     ids = _queue(c)
     _cfg(tmp_path, c, interval=0.5)
     log = tmp_path / "daemon.log"
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "rltune_daemon.cli.daemon"],
-                                env=_env(tmp_path / "cfg.toml"), stdout=subprocess.DEVNULL, stderr=fh)
-    try:
+    with _daemon_process(tmp_path, log) as proc:
         _wait_event(log, lambda e: e.get("event") == "cycle" and e["changed"] > 0, 30, proc, "a live change")
         assert any(v[1] != 0 for k, v in c.sprio().items() if k in ids.values())
         c.cluster.stop_controller()
@@ -168,10 +182,6 @@ def test_daemon_survives_a_stopped_controller_and_sigterm_restores(c: SlurmTestC
         assert set(state["jobs"]) & set(ids.values())
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0, log.read_text()[-2000:]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     stopped = next(e for e in _events(log) if e.get("event") == "stopped")
     assert stopped["remaining"] == 0 and stopped["restored_jobs"] > 0
     prio = c.sprio()
@@ -191,10 +201,7 @@ def test_queue_check_sees_a_submission_and_the_daemon_replans_at_once(c: SlurmTe
 
     _cfg(tmp_path, c, interval=600, react=0.5, dry_run=True)
     log = tmp_path / "daemon.log"
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "rltune_daemon.cli.daemon"],
-                                env=_env(tmp_path / "cfg.toml"), stdout=subprocess.DEVNULL, stderr=fh)
-    try:
+    with _daemon_process(tmp_path, log) as proc:
         _wait_event(log, lambda e: e.get("event") == "cycle", 30, proc, "the first cycle")
         seen = next(e["jobs_seen"] for e in _events(log) if e.get("event") == "cycle")
         late = c.submit("--gres=gpu:1", "-t", "4")
@@ -204,8 +211,4 @@ def test_queue_check_sees_a_submission_and_the_daemon_replans_at_once(c: SlurmTe
         assert second["trigger"] == "queue" and second["jobs_seen"] == seen + 1
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0, log.read_text()[-2000:]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     c.cancel(extra, late)

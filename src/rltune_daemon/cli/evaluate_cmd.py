@@ -10,7 +10,7 @@ from pathlib import Path
 from rltune_daemon.cli.common import parse_opts
 from rltune_daemon.evaluate.report import markdown_table, write_results
 from rltune_daemon.evaluate.runner import EvalConfig, evaluate
-from rltune_daemon.planner.config import REACT_DEFAULT
+from rltune_daemon.planner.config import INTERVAL_DEFAULT, REACT_DEFAULT
 from rltune_daemon.policies import BASELINES
 
 
@@ -31,8 +31,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="trace option")
     p.add_argument("--jobs", type=int, default=0, help="worker processes (default: all cores)")
     p.add_argument("--pure", action="store_true", help="switch co-location/cross-node effects off")
-    p.add_argument("--interval", type=float, default=60.0,
-                   help="daemon mode: seconds between re-plans, as the daemon's `interval` (default 60)")
+    p.add_argument("--interval", type=float, default=INTERVAL_DEFAULT,
+                   help="daemon mode: seconds between re-plans, as the daemon's `interval` "
+                        f"(default {INTERVAL_DEFAULT:g})")
     p.add_argument("--react", type=float, default=REACT_DEFAULT,
                    help="daemon mode: seconds between queue checks; a changed queue is re-planned at once, "
                         f"as the daemon's `react` (default {REACT_DEFAULT:g}; 0: only every interval)")

@@ -73,10 +73,9 @@ def _interval(cfg: dict[str, Any]) -> str:
     slots = int(cfg.get("starvation_slots", 0))
     if slots and guard != "off":
         guard_text += f", {slots} restored at a time"
-    react = float(cfg.get("react", 0.0))
-    watch = f" and {react:g} s after a queue change" if 0 < react < float(cfg.get("interval", 60.0)) else ""
-    return (f" (re-planned every {cfg.get('interval', 60.0):g} s{watch}, "
-            f"starvation guard {guard_text})")
+    interval, react = float(cfg.get("interval", 60.0)), float(cfg.get("react", 0.0))
+    watch = f" and {react:g} s after a queue change" if 0 < react < interval else ""
+    return f" (re-planned every {interval:g} s{watch}, starvation guard {guard_text})"
 
 
 def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path]:

@@ -20,7 +20,7 @@ from tqdm import tqdm
 from rltune_daemon.domain.arrays import JobTable
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.evaluate.windows import heldout_windows
-from rltune_daemon.planner.config import REACT_DEFAULT
+from rltune_daemon.planner.config import INTERVAL_DEFAULT, REACT_DEFAULT
 from rltune_daemon.policies.base import Policy
 from rltune_daemon.sim.config import EffectsConfig, SimConfig
 from rltune_daemon.sim.controller import Controller, PolicyController
@@ -47,7 +47,7 @@ class EvalConfig:
     opts: dict[str, str] = field(default_factory=dict)
     jobs: int = 0  # worker processes; 0 = all cores
     pure: bool = False  # switch placement effects off
-    interval: float = 60.0  # daemon mode: seconds between re-plans (the daemon's `interval`)
+    interval: float = INTERVAL_DEFAULT  # daemon mode: seconds between re-plans (the daemon's `interval`)
     react: float = REACT_DEFAULT  # daemon mode: queue-check period, re-plan on change (0: off)
     starvation_seconds: float = 4 * 3600.0  # daemon mode: the planner's starvation guard (inf: off)
     starvation_slots: int = 0  # daemon mode: guarded jobs restored at once per tier (0: all)
