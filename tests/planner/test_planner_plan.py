@@ -91,7 +91,7 @@ def test_tiers_are_planned_separately() -> None:
 
 
 def test_starvation_guard_restores_multifactor_position() -> None:
-    cfg = PlannerConfig(starvation_seconds=3600.0)
+    cfg = PlannerConfig(starvation_seconds=3600.0, starvation_stretch=0.0)
     mem = PlannerMemory()
     pend = [
         (Job("old-long", 0.0, 1, 90000.0, partition="gpu"), PendingState(priority=5000)),
@@ -110,7 +110,7 @@ def test_starvation_guard_restores_multifactor_position() -> None:
 def test_starvation_slots_restore_the_longest_kept_back_jobs_first() -> None:
     """Three long jobs kept back behind short ones: with ``starvation_slots=1`` only the one kept back
     longest (then: first in multifactor order) is restored; when it leaves the queue, the next one is."""
-    cfg = PlannerConfig(starvation_seconds=3600.0, starvation_slots=1)
+    cfg = PlannerConfig(starvation_seconds=3600.0, starvation_slots=1, starvation_stretch=0.0)
     mem = PlannerMemory()
     longs = [(Job(f"long{k}", float(k), 1, 90000.0, partition="gpu"), PendingState(priority=5000 - k))
              for k in range(3)]
@@ -124,9 +124,35 @@ def test_starvation_slots_restore_the_longest_kept_back_jobs_first() -> None:
     assert [e.job_id for e in p.entries if e.reason.startswith("starvation guard")] == ["long1"]
     p = plan(snapshot([longs[0], longs[2], *shorts], FULL, clock=1000.0 + 3600.0), sjf, cfg, mem)
     assert p.order[1] == "long2"  # kept back since 1000; long0 only since 1500
-    every = plan(snapshot(longs + shorts, FULL, clock=9000.0), sjf, PlannerConfig(starvation_seconds=3600.0),
+    every = plan(snapshot(longs + shorts, FULL, clock=9000.0), sjf,
+                 PlannerConfig(starvation_seconds=3600.0, starvation_stretch=0.0),
                  PlannerMemory({"long0": 0.0, "long1": 0.0, "long2": 0.0}))
     assert every.order == ("long0", "short0", "long1", "short1", "long2")  # slots 0: all restored
+
+
+def test_starvation_stretch_scales_the_guard_with_the_time_limit_up_to_the_cap() -> None:
+    """With ``starvation_stretch=2`` a 10-h job may stay kept back 20 h (not the 1-h floor), a 1-year
+    (UNLIMITED) job only up to the cap, and a 10-min job still only the floor."""
+    cfg = PlannerConfig(starvation_seconds=3600.0, starvation_stretch=2.0, starvation_cap_seconds=86400.0)
+    assert cfg.guard_seconds(600.0) == 3600.0
+    assert cfg.guard_seconds(36000.0) == 72000.0
+    assert cfg.guard_seconds(365 * 86400.0) == 86400.0
+    assert PlannerConfig(starvation_seconds=3600.0, starvation_stretch=0.0).guard_seconds(36000.0) == 3600.0
+    pend = [
+        (Job("long", 0.0, 1, 36000.0, partition="gpu"), PendingState(priority=5000)),
+        (Job("forever", 1.0, 1, 365 * 86400.0, partition="gpu"), PendingState(priority=4000)),
+        (Job("short", 5.0, 1, 60.0, partition="gpu"), PendingState(priority=1000)),
+    ]
+    sjf = make_policy("sjf")
+
+    def guarded(clock: float) -> list[str]:
+        p = plan(snapshot(pend, FULL, clock=clock), sjf, cfg, PlannerMemory({"long": 0.0, "forever": 0.0}))
+        return [e.job_id for e in p.entries if e.reason.startswith("starvation guard")]
+
+    assert guarded(3600.0) == []  # the 1-h floor no longer applies to either long job
+    assert guarded(72000.0 - 1) == []
+    assert guarded(72000.0) == ["long"]
+    assert guarded(86400.0) == ["long", "forever"]
 
 
 def test_hints_only_where_the_placer_differs_from_slurm_default() -> None:

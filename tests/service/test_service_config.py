@@ -76,7 +76,8 @@ def test_example_file_is_valid_and_complete() -> None:
     c = load_config(EXAMPLE)
     text = EXAMPLE.read_text()
     for key in ("interval", "dry_run", "backend", "model", "base_policy", "state_file", "top_k", "placement",
-                "hint_cycles", "starvation_seconds", "qos", "partitions", "users", "accounts", "bind", "port",
+                "hint_cycles", "starvation_seconds", "starvation_stretch", "starvation_cap_seconds",
+                "qos", "partitions", "users", "accounts", "bind", "port",
                 "conf", "timeout", "level", "format"):
         assert f"{key} =" in text or f"# {key} =" in text, key
     assert c.metrics.bind == "127.0.0.1"

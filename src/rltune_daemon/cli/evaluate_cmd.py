@@ -10,7 +10,7 @@ from pathlib import Path
 from rltune_daemon.cli.common import parse_opts
 from rltune_daemon.evaluate.report import markdown_table, write_results
 from rltune_daemon.evaluate.runner import EvalConfig, evaluate
-from rltune_daemon.planner.config import INTERVAL_DEFAULT, REACT_DEFAULT
+from rltune_daemon.planner.config import INTERVAL_DEFAULT, REACT_DEFAULT, STARVATION_STRETCH_DEFAULT
 from rltune_daemon.policies import BASELINES
 
 
@@ -45,6 +45,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--starvation-slots", type=int, default=0, metavar="N",
                    help="daemon mode: kept-back jobs the guard restores at once per tier, longest first, as "
                         "the daemon's starvation_slots (default 0: all)")
+    p.add_argument("--starvation-stretch", type=float, default=STARVATION_STRETCH_DEFAULT, metavar="X",
+                   help="daemon mode: a long job may stay kept back up to X times its time limit (at most "
+                        "7 days) before the guard restores it, as the daemon's starvation_stretch "
+                        f"(default {STARVATION_STRETCH_DEFAULT:g}; 0: the hours above for every job)")
     p.add_argument("--split", choices=("held-out", "train"), default="held-out",
                    help="where the windows come from: the held-out tail (default, for reporting) or the "
                         "training part (for choosing settings without touching the held-out windows)")
@@ -65,13 +69,16 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--interval {args.interval:g}: must be a positive number of seconds")
     if args.starvation_slots < 0:
         raise UserError(f"--starvation-slots {args.starvation_slots}: must be 0 (all) or a positive count")
+    if not 0 <= args.starvation_stretch < float("inf"):
+        raise UserError(f"--starvation-stretch {args.starvation_stretch:g}: must be 0 (off) or a positive "
+                        "factor")
     if not args.react >= 0:
         raise UserError(f"--react {args.react:g}: must be 0 (off) or a positive number of seconds")
     cfg = EvalConfig(trace=args.trace, policies=policies, windows=args.windows, window_size=args.window_size,
                      seed=args.seed, estimates=args.estimates, mode=args.mode, cluster=args.cluster,
                      opts=parse_opts(args.opt), jobs=args.jobs, pure=args.pure,
                      interval=args.interval, react=args.react, starvation_seconds=starvation,
-                     starvation_slots=args.starvation_slots,
+                     starvation_slots=args.starvation_slots, starvation_stretch=args.starvation_stretch,
                      milp=args.placement == "milp", split=args.split)
     results = evaluate(cfg, progress=sys.stderr.isatty())
     print(markdown_table(results, baseline="fcfs" if "fcfs" in policies else policies[0]))

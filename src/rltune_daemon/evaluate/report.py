@@ -71,6 +71,9 @@ def _interval(cfg: dict[str, Any]) -> str:
     guard = cfg.get("starvation_seconds", 4 * 3600.0)
     guard_text = "off" if guard == "off" else f"{float(guard) / 3600:g} h"
     slots = int(cfg.get("starvation_slots", 0))
+    stretch = float(cfg.get("starvation_stretch", 0.0))
+    if stretch and guard != "off":
+        guard_text += f" or {stretch:g} × time limit"
     if slots and guard != "off":
         guard_text += f", {slots} restored at a time"
     interval, react = float(cfg.get("interval", 60.0)), float(cfg.get("react", 0.0))

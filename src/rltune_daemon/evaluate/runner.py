@@ -20,7 +20,12 @@ from tqdm import tqdm
 from rltune_daemon.domain.arrays import JobTable
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.evaluate.windows import heldout_windows
-from rltune_daemon.planner.config import INTERVAL_DEFAULT, REACT_DEFAULT
+from rltune_daemon.planner.config import (
+    INTERVAL_DEFAULT,
+    REACT_DEFAULT,
+    STARVATION_SECONDS_DEFAULT,
+    STARVATION_STRETCH_DEFAULT,
+)
 from rltune_daemon.policies.base import Policy
 from rltune_daemon.sim.config import EffectsConfig, SimConfig
 from rltune_daemon.sim.controller import Controller, PolicyController
@@ -49,8 +54,9 @@ class EvalConfig:
     pure: bool = False  # switch placement effects off
     interval: float = INTERVAL_DEFAULT  # daemon mode: seconds between re-plans (the daemon's `interval`)
     react: float = REACT_DEFAULT  # daemon mode: queue-check period, re-plan on change (0: off)
-    starvation_seconds: float = 4 * 3600.0  # daemon mode: the planner's starvation guard (inf: off)
+    starvation_seconds: float = STARVATION_SECONDS_DEFAULT  # daemon mode: the planner's guard (inf: off)
     starvation_slots: int = 0  # daemon mode: guarded jobs restored at once per tier (0: all)
+    starvation_stretch: float = STARVATION_STRETCH_DEFAULT  # daemon mode: guard after stretch × time limit
     milp: bool = True  # learned policies place their top K with the MILP (False: Slurm's greedy default)
     split: str = "held-out"  # "train": windows from the training part, for choosing settings honestly
 
@@ -91,7 +97,8 @@ def _planned(policy: Policy, cfg: EvalConfig, mode: str, placement: bool) -> Con
     placement = cfg.milp and placement
     planner = PlannerConfig(placement=placement, effects=cfg.sim_config().effects,
                             starvation_seconds=cfg.starvation_seconds,
-                            starvation_slots=cfg.starvation_slots)
+                            starvation_slots=cfg.starvation_slots,
+                            starvation_stretch=cfg.starvation_stretch)
     return planner_controller(policy, mode, placement=placement, config=planner, interval=cfg.interval,
                               react=cfg.react)
 

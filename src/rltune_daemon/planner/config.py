@@ -11,12 +11,22 @@ from rltune_daemon.sim.config import EffectsConfig
 # when a job arrived, started or finished (0: no checks between cycles).
 INTERVAL_DEFAULT = 60.0
 REACT_DEFAULT = 5.0
+# The starvation guard (PlannerConfig): kept below its multifactor position at most
+# max(4 h, 2 × time limit), never beyond 7 days. The stretch was chosen on training-split windows
+# (docs/results.md, "Starvation guard").
+STARVATION_SECONDS_DEFAULT = 4 * 3600.0
+STARVATION_STRETCH_DEFAULT = 2.0
+STARVATION_CAP_DEFAULT = 7 * 86400.0
 
 
 @dataclass(frozen=True)
 class PlannerConfig:
     """``top_k``: jobs the placement step considers. ``starvation_seconds``: longest a job may stay
-    below its multifactor position before the guard restores that position. ``starvation_slots``: how
+    below its multifactor position before the guard restores that position; ``starvation_stretch``
+    (0: off) lengthens that to ``stretch × time limit`` for long jobs, a bound on the expansion factor
+    (Maui's XFactor) our order may cost a job rather than one wall-clock bound for all, so a queue
+    under overload keeps the learned order instead of turning back into multifactor; never beyond
+    ``starvation_cap_seconds`` (an UNLIMITED job counts as a year). ``starvation_slots``: how
     many such jobs per PriorityTier the guard restores at once, longest-kept first (0: all); the others
     wait their turn in the planned order, so an overloaded queue does not turn back into multifactor.
     ``exempt_*``: jobs the planner never touches (SLA-bound work keeps Slurm's own priority).
@@ -24,10 +34,17 @@ class PlannerConfig:
 
     top_k: int = 16
     placement: bool = True
-    starvation_seconds: float = 4 * 3600.0
+    starvation_seconds: float = STARVATION_SECONDS_DEFAULT
     starvation_slots: int = 0
+    starvation_stretch: float = STARVATION_STRETCH_DEFAULT
+    starvation_cap_seconds: float = STARVATION_CAP_DEFAULT
     exempt_qos: tuple[str, ...] = ()
     exempt_partitions: tuple[str, ...] = ()
     exempt_users: tuple[str, ...] = ()
     exempt_accounts: tuple[str, ...] = ()
     effects: EffectsConfig = field(default_factory=EffectsConfig)
+
+    def guard_seconds(self, time_limit: float) -> float:
+        """How long a job with this time limit may stay below its multifactor position."""
+        stretched = min(self.starvation_stretch * time_limit, self.starvation_cap_seconds)
+        return max(self.starvation_seconds, stretched)

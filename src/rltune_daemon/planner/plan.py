@@ -124,7 +124,7 @@ def plan_inputs(inp: PlanInputs, policy: Policy, cfg: PlannerConfig, mem: Planne
             b = base_rank[row]
             if pos > b:
                 since = mem.demoted_since.setdefault(jid, now)
-                if now - since >= cfg.starvation_seconds:
+                if now - since >= cfg.guard_seconds(float(table.time_limit[row])):
                     starving.append((since, b, pos))
             else:
                 mem.demoted_since.pop(jid, None)

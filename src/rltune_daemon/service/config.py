@@ -26,7 +26,14 @@ from pydantic_settings import (
 )
 
 from rltune_daemon.errors import UserError
-from rltune_daemon.planner.config import INTERVAL_DEFAULT, REACT_DEFAULT, PlannerConfig
+from rltune_daemon.planner.config import (
+    INTERVAL_DEFAULT,
+    REACT_DEFAULT,
+    STARVATION_CAP_DEFAULT,
+    STARVATION_SECONDS_DEFAULT,
+    STARVATION_STRETCH_DEFAULT,
+    PlannerConfig,
+)
 from rltune_daemon.policies.registry import BASELINES
 
 DEFAULT_CONFIG_PATH = "/etc/rltune-daemon/rltune-daemon.toml"
@@ -67,9 +74,15 @@ class PlannerSection(_Section):
     placer: Literal["milp", "greedy"] = Field("milp", description="MILP falls back to greedy, counted")
     milp_time_limit: float = Field(0.5, gt=0, le=30, description="seconds per MILP solve")
     hint_cycles: int = Field(2, ge=1, le=100, description="cycles a hinted job may stay pending")
-    starvation_seconds: float = Field(4 * 3600.0, gt=0, description="starvation guard threshold")
+    starvation_seconds: float = Field(STARVATION_SECONDS_DEFAULT, gt=0,
+                                      description="starvation guard: longest a job stays kept back")
     starvation_slots: int = Field(0, ge=0, le=10000, description="kept-back jobs restored at once per "
                                   "tier, longest first (0: all)")
+    starvation_stretch: float = Field(STARVATION_STRETCH_DEFAULT, ge=0, le=1000,
+                                      description="a long job may stay kept back up to this many times its "
+                                      "time limit (0: starvation_seconds for all)")
+    starvation_cap_seconds: float = Field(STARVATION_CAP_DEFAULT, gt=0,
+                                          description="the stretched guard never exceeds this")
 
 
 class ExemptSection(_Section):
@@ -191,7 +204,8 @@ class DaemonConfig(BaseSettings):
         p, e = self.planner, self.exempt
         return PlannerConfig(
             top_k=p.top_k, placement=p.placement, starvation_seconds=p.starvation_seconds,
-            starvation_slots=p.starvation_slots,
+            starvation_slots=p.starvation_slots, starvation_stretch=p.starvation_stretch,
+            starvation_cap_seconds=p.starvation_cap_seconds,
             exempt_qos=e.qos, exempt_partitions=e.partitions, exempt_users=e.users,
             exempt_accounts=e.accounts,
         )
