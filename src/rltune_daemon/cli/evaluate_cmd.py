@@ -10,7 +10,13 @@ from pathlib import Path
 from rltune_daemon.cli.common import parse_opts
 from rltune_daemon.evaluate.report import markdown_table, write_results
 from rltune_daemon.evaluate.runner import EvalConfig, evaluate
-from rltune_daemon.planner.config import INTERVAL_DEFAULT, REACT_DEFAULT, STARVATION_STRETCH_DEFAULT
+from rltune_daemon.planner.config import (
+    INTERVAL_DEFAULT,
+    REACT_DEFAULT,
+    STARVATION_CAP_DEFAULT,
+    STARVATION_SECONDS_DEFAULT,
+    STARVATION_STRETCH_DEFAULT,
+)
 from rltune_daemon.policies import BASELINES
 
 
@@ -39,15 +45,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         f"as the daemon's `react` (default {REACT_DEFAULT:g}; 0: only every interval)")
     p.add_argument("--placement", choices=("milp", "greedy"), default="milp",
                    help="learned policies: MILP over the top K (default) or Slurm's greedy default")
-    p.add_argument("--starvation-hours", default="4", metavar="HOURS|off",
+    guard_hours = f"{STARVATION_SECONDS_DEFAULT / 3600:g}"
+    p.add_argument("--starvation-hours", default=guard_hours, metavar="HOURS|off",
                    help="daemon mode: the planner's starvation guard, as the daemon's starvation_seconds "
-                        "(default 4 h; 'off' disables it, as the paper's event-driven setting has none)")
+                        f"(default {guard_hours} h; 'off' disables it, as the paper's event-driven setting "
+                        "has none)")
     p.add_argument("--starvation-slots", type=int, default=0, metavar="N",
                    help="daemon mode: kept-back jobs the guard restores at once per tier, longest first, as "
                         "the daemon's starvation_slots (default 0: all)")
     p.add_argument("--starvation-stretch", type=float, default=STARVATION_STRETCH_DEFAULT, metavar="X",
                    help="daemon mode: a long job may stay kept back up to X times its time limit (at most "
-                        "7 days) before the guard restores it, as the daemon's starvation_stretch "
+                        f"{STARVATION_CAP_DEFAULT / 86400:g} days) before the guard restores it, as the "
+                        "daemon's starvation_stretch "
                         f"(default {STARVATION_STRETCH_DEFAULT:g}; 0: the hours above for every job)")
     p.add_argument("--split", choices=("held-out", "train"), default="held-out",
                    help="where the windows come from: the held-out tail (default, for reporting) or the "

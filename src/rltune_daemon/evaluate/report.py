@@ -68,6 +68,7 @@ def _pct(x: float, base: float) -> str:
 def _interval(cfg: dict[str, Any]) -> str:
     if cfg["mode"] != "daemon":
         return ""
+    # fallbacks: what runs written before a key existed used (not today's defaults: stretch was 0 then)
     guard = cfg.get("starvation_seconds", 4 * 3600.0)
     guard_text = "off" if guard == "off" else f"{float(guard) / 3600:g} h"
     slots = int(cfg.get("starvation_slots", 0))
