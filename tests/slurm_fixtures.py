@@ -15,8 +15,6 @@ them all to one worker with ``xdist_group`` does not work here: xdist 3.8 rename
 from __future__ import annotations
 
 import os
-import random
-import socket
 import subprocess
 import tempfile
 import time
@@ -25,7 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from rltune_daemon.slurm.localcluster import LocalCluster, LocalClusterError, slurm_installed
+from rltune_daemon.slurm.localcluster import (
+    LocalCluster,
+    LocalClusterError,
+    free_port_block,
+    slurm_installed,
+)
 from rltune_daemon.slurm.reader import SlurmReader
 from rltune_daemon.slurm.runner import SlurmRunner
 from rltune_daemon.slurm.writer import SlurmWriter
@@ -35,25 +38,6 @@ GPU_LAYOUT = {"p100-1": ("p100", 4), "p100-2": ("p100", 4), "k80-1": ("k80", 2),
               "m40-1": ("m40", 1)}
 TEST_USER = "rltuser"
 MESSAGE_TIMEOUT = 3
-
-
-def _free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port_block(n: int, lo: int = 20000, hi: int = 60000) -> int:
-    """First port of ``n`` consecutive free TCP ports on 127.0.0.1."""
-    rng = random.Random()
-    for _ in range(200):
-        base = rng.randrange(lo, hi - n)
-        if all(_free(base + i) for i in range(n)):
-            return base
-    raise RuntimeError("no free port block found")
 
 
 class SlurmTestCluster:

@@ -15,14 +15,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from rltune_daemon.slurm.localcluster import LocalCluster
+from rltune_daemon.slurm.localcluster import LocalCluster, free_port_block
 from rltune_daemon.slurm.reader import SlurmReader
 
 
 def main() -> int:
     jobs = int(sys.argv[1]) if len(sys.argv) > 1 else 200
-    cluster = LocalCluster(Path(tempfile.mkdtemp(prefix="rlt-qcost-", dir="/tmp")), ctld_port=26817,
-                           slurmd_port=26820, timeout=120)
+    cluster = LocalCluster(Path(tempfile.mkdtemp(prefix="rlt-qcost-", dir="/tmp")),
+                           ctld_port=free_port_block(1), slurmd_port=free_port_block(5), timeout=120)
     cluster.start()
     try:
         env = cluster.env()

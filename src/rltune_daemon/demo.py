@@ -14,7 +14,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,7 @@ from typing import Any
 
 from rltune_daemon.domain import Job
 from rltune_daemon.errors import UserError
-from rltune_daemon.slurm.localcluster import LocalCluster, slurm_installed
+from rltune_daemon.slurm.localcluster import LocalCluster, free_port_block, slurm_installed
 from rltune_daemon.traces import load_workload
 
 USER = "rltuser"
@@ -43,30 +42,14 @@ def step(title: str) -> None:
     say(f"=== {title} " + "=" * max(0, 86 - len(title)))
 
 
-def _free_ports(n: int) -> int:
-    rng = random.Random()
-    for _ in range(200):
-        base = rng.randrange(20000, 60000 - n)
-        ok = True
-        for port in range(base, base + n):
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", port))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return base
-    raise UserError("no free port block for the demo cluster")
-
-
 class Demo:
     """One run of the live demo on a private local cluster."""
 
     def __init__(self, work: Path) -> None:
         self.work = work
-        self.cluster = LocalCluster(work / "slurm", ctld_port=_free_ports(1), slurmd_port=_free_ports(5),
-                                    message_timeout=3, test_user=USER, timeout=180)
+        self.cluster = LocalCluster(work / "slurm", ctld_port=free_port_block(1),
+                                    slurmd_port=free_port_block(5), message_timeout=3, test_user=USER,
+                                    timeout=180)
         self.env = self.cluster.env()
         self.config = work / "rltune-daemon.toml"
         self.names: dict[str, str] = {}

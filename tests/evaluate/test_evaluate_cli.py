@@ -85,9 +85,10 @@ def test_evaluate_bad_input_is_one_line(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["evaluate", "--trace", "testbed", "--starvation-hours", "never"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--starvation-hours" in err
-    assert main(["evaluate", "--trace", "testbed", "--starvation-stretch", "-1"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--starvation-stretch" in err
+    for bad in ("-1", "5000", "nan"):
+        assert main(["evaluate", "--trace", "testbed", "--starvation-stretch", bad]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--starvation-stretch" in err
     rc = main(["evaluate", "--trace", "/nonexistent/trace.swf", "--jobs", "1"])
     assert rc == 2
     assert "Traceback" not in capsys.readouterr().err

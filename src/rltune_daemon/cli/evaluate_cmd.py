@@ -16,6 +16,7 @@ from rltune_daemon.planner.config import (
     STARVATION_CAP_DEFAULT,
     STARVATION_SECONDS_DEFAULT,
     STARVATION_STRETCH_DEFAULT,
+    STARVATION_STRETCH_MAX,
 )
 from rltune_daemon.policies import BASELINES
 
@@ -78,9 +79,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--interval {args.interval:g}: must be a positive number of seconds")
     if args.starvation_slots < 0:
         raise UserError(f"--starvation-slots {args.starvation_slots}: must be 0 (all) or a positive count")
-    if not 0 <= args.starvation_stretch < float("inf"):
+    if not 0 <= args.starvation_stretch <= STARVATION_STRETCH_MAX:
         raise UserError(f"--starvation-stretch {args.starvation_stretch:g}: must be 0 (off) or a positive "
-                        "factor")
+                        f"factor of at most {STARVATION_STRETCH_MAX:g}, as in the daemon's config")
     if not args.react >= 0:
         raise UserError(f"--react {args.react:g}: must be 0 (off) or a positive number of seconds")
     cfg = EvalConfig(trace=args.trace, policies=policies, windows=args.windows, window_size=args.window_size,

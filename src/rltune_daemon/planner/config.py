@@ -16,6 +16,7 @@ REACT_DEFAULT = 5.0
 # (docs/results.md, "Starvation guard").
 STARVATION_SECONDS_DEFAULT = 4 * 3600.0
 STARVATION_STRETCH_DEFAULT = 2.0
+STARVATION_STRETCH_MAX = 1000.0  # beyond this the cap alone decides; a larger value is a typo
 STARVATION_CAP_DEFAULT = 7 * 86400.0
 
 

@@ -32,6 +32,7 @@ from rltune_daemon.planner.config import (
     STARVATION_CAP_DEFAULT,
     STARVATION_SECONDS_DEFAULT,
     STARVATION_STRETCH_DEFAULT,
+    STARVATION_STRETCH_MAX,
     PlannerConfig,
 )
 from rltune_daemon.policies.registry import BASELINES
@@ -78,7 +79,7 @@ class PlannerSection(_Section):
                                       description="starvation guard: longest a job stays kept back")
     starvation_slots: int = Field(0, ge=0, le=10000, description="kept-back jobs restored at once per "
                                   "tier, longest first (0: all)")
-    starvation_stretch: float = Field(STARVATION_STRETCH_DEFAULT, ge=0, le=1000,
+    starvation_stretch: float = Field(STARVATION_STRETCH_DEFAULT, ge=0, le=STARVATION_STRETCH_MAX,
                                       description="a long job may stay kept back up to this many times its "
                                       "time limit (0: starvation_seconds for all)")
     starvation_cap_seconds: float = Field(STARVATION_CAP_DEFAULT, gt=0,

@@ -8,8 +8,10 @@ All daemons are started by ``up.sh`` and stopped by ``down.sh`` through the PIDs
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -40,6 +42,27 @@ def script_dir() -> Path:
 def slurm_installed() -> bool:
     """True when every program the local cluster and the CLI backend need is on PATH."""
     return all(shutil.which(p) or Path("/usr/sbin", p).exists() for p in REQUIRED_PROGRAMS)
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port_block(n: int, lo: int = 20000, hi: int = 60000) -> int:
+    """First port of ``n`` consecutive free TCP ports on 127.0.0.1, so that a private cluster (demo,
+    tests, benchmarks) never collides with a site's Slurm or with another private cluster."""
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(lo, hi - n)
+        if all(_port_free(base + i) for i in range(n)):
+            return base
+    raise UserError(f"no block of {n} free TCP ports between {lo} and {hi} on 127.0.0.1: stop other local "
+                    "clusters or free some ports")
 
 
 def _alive(pid: int) -> bool:
