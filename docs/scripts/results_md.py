@@ -6,6 +6,7 @@ Every number comes from a results.json written by ``rltune evaluate``; the comma
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -13,6 +14,8 @@ from pathlib import Path
 from rltune_daemon.evaluate.report import hurt_table, window_wins
 
 ROOT = Path(__file__).resolve().parents[1] / "results"
+REPO = ROOT.parents[1]
+EARLIER = " (earlier model)"
 TRACES = ("philly", "helios", "alibaba", "testbed")
 PAPER_VS_FCFS = {"philly": "82.1 %", "helios": "53.5 %", "alibaba": "50.1 %"}
 PAPER_VS_MULTIFACTOR = {"philly": "71.5 %", "helios": "81.2 %"}
@@ -21,6 +24,17 @@ PAPER_VS_MULTIFACTOR = {"philly": "71.5 %", "helios": "81.2 %"}
 def load(name: str) -> dict | None:  # type: ignore[type-arg]
     path = ROOT / name / "results.json"
     return json.loads(path.read_text()) if path.is_file() else None
+
+
+def earlier(res: dict) -> bool:  # type: ignore[type-arg]
+    """True when a learned policy in ``res`` was measured with another actor file than the one now in
+    its model directory (evaluate records each actor's hash; the directory may since have been
+    retrained). Such rows are kept, labelled, where they document a choice made at the time."""
+    for spec, ident in res["config"].get("models", {}).items():
+        actor = REPO / spec.partition(":")[2] / "actor.pt"
+        if actor.is_file() and hashlib.sha256(actor.read_bytes()).hexdigest()[:16] != ident["actor_sha256"]:
+            return True
+    return False
 
 
 def heuristics(pols: dict, learned_name: str) -> dict:  # type: ignore[type-arg]
@@ -58,7 +72,8 @@ def variant_table(title: str, intro: str, cols: tuple[str, str], rows: list[tupl
     for res, a, b in found:
         assert res is not None
         name, m = learned(res)
-        print(f"| {a.format(name=name)} | {b} | {m['bsld']:.2f} | {m['wait_mean']:.0f} |")
+        print(f"| {a.format(name=name)}{EARLIER if earlier(res) else ''} | {b} | {m['bsld']:.2f} | "
+              f"{m['wait_mean']:.0f} |")
     print()
 
 
@@ -111,9 +126,13 @@ def guard_section() -> None:
                 cells.append(fmt.format(m[key]))
                 for extra in (one, off):
                     e = extra["policies"].get(name) if extra else None
-                    cells.append(fmt.format(e[key]) if e else "n/a")
+                    mark = " †" if extra and e and name.startswith("rltune:") and earlier(extra) else ""
+                    cells.append(fmt.format(e[key]) + mark if e else "n/a")
             cells += [f"{o['wait_max'] / 86400:.1f}", f"{m['wait_max'] / 86400:.1f}"]
             print(f"| {t} | `{name}` | " + " | ".join(cells) + " |")
+    if any(r and earlier(r) for row in rows for r in row[1:]):
+        print("\n† measured with the model shipped before this directory was retrained (its actor hash "
+              "is in that run's results.json).")
     print()
 
 
@@ -135,6 +154,8 @@ def stretch_choice() -> None:
         label = {"x0": "0", "x2": "2", "x8": "8", "off": "off"}[x]
         if "starvation-stretch" not in r["config"]["command"] and x == "x0":
             label += " (before the flag)"
+        if earlier(r):
+            label += EARLIER
         print(f"| {t} | {label} | {m['bsld']:.2f} | {m['wait_mean']:.0f} | {m['wait_max'] / 86400:.1f} |")
     print()
 

@@ -202,3 +202,25 @@ def test_daemon_policy_choice_reports_the_models_schema_hash(tmp_path: Path) -> 
     choice = choose_policy(str(tmp_path / "m"), "fcfs")
     assert choice.policy.name == "rltune" and not choice.fallback
     assert choice.schema_hash == features.SCHEMA_HASH
+
+
+def test_evaluation_results_name_the_exact_actor_file(tmp_path: Path) -> None:
+    """A results file must still say which model it measured after the directory is retrained."""
+    import hashlib
+
+    import torch
+    from train_helpers import export_untrained
+
+    from rltune_daemon.evaluate.runner import EvalConfig, evaluate
+    from rltune_daemon.train.network import Actor as _Actor
+
+    torch.manual_seed(0)
+    export_untrained(_Actor(8), tmp_path / "m")
+    spec = f"rltune:{tmp_path / 'm'}"
+    cfg = EvalConfig("testbed", ("sjf", spec), windows=1, window_size=64, jobs=1, opts={"jobs": "2000"})
+    first = evaluate(cfg, progress=False)["config"]["models"]
+    digest = hashlib.sha256((tmp_path / "m" / "actor.pt").read_bytes()).hexdigest()[:16]
+    assert list(first) == [spec] and first[spec]["actor_sha256"] == digest
+    torch.manual_seed(1)
+    export_untrained(_Actor(8), tmp_path / "m")  # retrained in place
+    assert evaluate(cfg, progress=False)["config"]["models"][spec]["actor_sha256"] != digest

@@ -27,6 +27,7 @@ from rltune_daemon.planner.config import (
     STARVATION_STRETCH_DEFAULT,
 )
 from rltune_daemon.policies.base import Policy
+from rltune_daemon.policies.learned import model_identity
 from rltune_daemon.sim.config import EffectsConfig, SimConfig
 from rltune_daemon.sim.controller import Controller, PolicyController
 from rltune_daemon.sim.engine import Simulator
@@ -135,6 +136,8 @@ def evaluate(cfg: EvalConfig, progress: bool = True) -> dict[str, Any]:
     out: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     _init(cfg)  # in this process first: bad input fails here with its one-line error, not in a worker
+    models = {spec: model_identity(spec.partition(":")[2]) for spec in cfg.policies
+              if spec.startswith("rltune:")}  # read before the runs, so results name what was run
     bar = tqdm(total=len(tasks), desc=f"evaluate {cfg.trace}", unit="run", disable=not progress)
     if workers <= 1:
         for p, k in tasks:
@@ -149,7 +152,7 @@ def evaluate(cfg: EvalConfig, progress: bool = True) -> dict[str, Any]:
                 out.append(fut.result())
                 bar.update()
     bar.close()
-    return aggregate(cfg, out, time.perf_counter() - t0, workers)
+    return aggregate(cfg, out, time.perf_counter() - t0, workers, models)
 
 
 REFERENCE = "multifactor"  # what Slurm does without the daemon: the yardstick for "did it hurt a job"
@@ -171,7 +174,8 @@ def job_by_job(runs: list[dict[str, Any]], reference: list[dict[str, Any]]) -> d
             "worst_extra_wait": float(max(d.max(), 0.0))}
 
 
-def aggregate(cfg: EvalConfig, runs: list[dict[str, Any]], seconds: float, workers: int) -> dict[str, Any]:
+def aggregate(cfg: EvalConfig, runs: list[dict[str, Any]], seconds: float, workers: int,
+              models: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     policies: dict[str, Any] = {}
     for spec in cfg.policies:
         mine = sorted((r for r in runs if r["policy"] == spec), key=lambda r: r["window"])
@@ -196,5 +200,5 @@ def aggregate(cfg: EvalConfig, runs: list[dict[str, Any]], seconds: float, worke
     if cfg.starvation_seconds == float("inf"):
         config["starvation_seconds"] = "off"  # JSON has no infinity
     config.update(wall_seconds=seconds, workers=workers,
-                  estimates_used=cfg.estimates or "default")
+                  estimates_used=cfg.estimates or "default", models=models or {})
     return {"policies": policies, "config": config}

@@ -8,6 +8,7 @@ on, so a huge backlog can never bury old jobs under a stream of new favourites.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,6 +98,19 @@ def read_manifest(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UserError(f"model {path}: {MANIFEST_FILE} must hold a JSON object")
     return data
+
+
+def model_identity(path: str | Path) -> dict[str, Any]:
+    """Which model a result was measured with: the actor file's hash and the run its manifest records,
+    so a results file still names its model after the directory has been retrained."""
+    p = Path(path)
+    manifest = read_manifest(p)
+    model = p / MODEL_FILE
+    if not model.is_file():
+        raise UserError(f"model {p}: {MODEL_FILE} is missing")
+    return {"actor_sha256": hashlib.sha256(model.read_bytes()).hexdigest()[:16],
+            **{k: manifest.get(k) for k in ("trace", "base_policy", "iterations", "best_iteration",
+                                            "training_minutes", "seed")}}
 
 
 def load_learned(path: str | Path) -> LearnedPolicy:
