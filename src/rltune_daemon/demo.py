@@ -226,12 +226,19 @@ class Demo:
         return 0
 
 
+def _manifest_trace(model: Path) -> str:
+    try:
+        return str(json.loads((model / "manifest.json").read_text()).get("trace", ""))
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
 def find_model() -> str:
     """The shipped model trained on the demo's workload (testbed), else the first under ./models (the
     daemon falls back loudly if it cannot load it)."""
     root = Path("models")
     models = sorted(p for p in root.glob("*") if (p / "manifest.json").exists()) if root.is_dir() else []
-    models.sort(key=lambda p: p.name != "testbed-sjf")
+    models.sort(key=lambda p: _manifest_trace(p) != "testbed")
     return str(models[0].resolve()) if models else ""
 
 

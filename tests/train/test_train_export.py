@@ -202,6 +202,14 @@ def test_daemon_policy_choice_reports_the_models_schema_hash(tmp_path: Path) -> 
     choice = choose_policy(str(tmp_path / "m"), "fcfs")
     assert choice.policy.name == "rltune" and not choice.fallback
     assert choice.schema_hash == features.SCHEMA_HASH
+    # which file exactly: --check-config and the daemon's start-up log say it
+    import hashlib
+
+    digest = hashlib.sha256((tmp_path / "m" / "actor.pt").read_bytes()).hexdigest()[:16]
+    assert choice.identity["actor_sha256"] == digest and digest in choice.described
+    assert choice.identity["trace"] in choice.described
+    broken = choose_policy(str(tmp_path / "missing"), "fcfs")
+    assert broken.fallback and broken.described == "fcfs" and not broken.identity
 
 
 def test_evaluation_results_name_the_exact_actor_file(tmp_path: Path) -> None:

@@ -57,8 +57,7 @@ def check_config(cfg: DaemonConfig, path: Path | None) -> int:
     if choice.fallback:
         print(f"policy: FALLBACK to {choice.policy.name}: {choice.fallback}")
     else:
-        what = f"model {choice.model}" if choice.model else f"{choice.policy.name} (no model configured)"
-        print(f"policy: {what}")
+        print(f"policy: {choice.described}")
     placer = CountingPlacer(cfg.planner.placer, cfg.planner.milp_time_limit)
     print(f"placer: {placer.unavailable or cfg.planner.placer}")
     state = cfg.resolved_state_file()

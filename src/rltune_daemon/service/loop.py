@@ -129,6 +129,8 @@ class Daemon:
         self.metrics.set_model(c.model or c.policy.name, c.schema_hash, c.fallback)
         if c.fallback:
             self.log.warning("policy_fallback", model=c.model, policy=c.policy.name, reason=c.fallback)
+        else:
+            self.log.info("policy", policy=c.described, **c.identity)
         if self.placer.unavailable:
             self.log.warning("placer_fallback", reason=self.placer.unavailable)
 

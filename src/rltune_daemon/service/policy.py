@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from rltune_daemon.domain.arrays import I64
 from rltune_daemon.errors import UserError
@@ -31,6 +31,17 @@ class PolicyChoice:
     model: str = ""
     schema_hash: str = ""
     fallback: str = ""
+    identity: dict[str, Any] = field(default_factory=dict)  # the actor file's hash and training run
+
+    @property
+    def described(self) -> str:
+        """One line for ``--check-config`` and the log: which model file exactly, or which heuristic."""
+        if not self.model or self.fallback:
+            return f"{self.policy.name}" + (" (no model configured)" if not self.model else "")
+        i = self.identity
+        return (f"model {self.model} (actor sha256 {i.get('actor_sha256', '?')}, trained on "
+                f"{i.get('trace', '?')} against {i.get('base_policy', '?')}, iteration "
+                f"{i.get('best_iteration', '?')} of {i.get('iterations', '?')})")
 
     @property
     def label(self) -> str:
@@ -69,7 +80,8 @@ def choose_policy(model: str, base_policy: str) -> PolicyChoice:
     except (OSError, ValueError, RuntimeError) as exc:  # a loader bug must not stop the daemon
         return PolicyChoice(base, model, "", f"model {model}: {type(exc).__name__}: {exc}; using {base.name}")
     schema = str(getattr(policy, "schema_hash", "") or "")
-    return PolicyChoice(policy, model, schema)
+    identity = cast(Callable[[Path], dict[str, Any]], module.model_identity)(Path(model))
+    return PolicyChoice(policy, model, schema, identity=identity)
 
 
 class CountingPlacer:
