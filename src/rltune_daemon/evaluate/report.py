@@ -117,10 +117,11 @@ def plot_results(results: dict[str, Any], out: Path) -> list[Path]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     pols = results["policies"]
     trace = results["config"]["trace"]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(9, 4.5))
     for name, m in pols.items():
         w = np.sort(np.asarray(m["waits"], dtype=float))
         if len(w):
@@ -129,11 +130,12 @@ def plot_results(results: dict[str, Any], out: Path) -> list[Path]:
     cdf = _finish(fig, ax, "wait time (s, waits under 1 s drawn at 1 s)", "fraction of jobs",
                   f"{trace}: wait-time CDF over all windows", out / "wait_cdf.png")
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(9, 4.5))
     for name, m in pols.items():
         xs = [w["window"] for w in m["per_window"]]
         ax.plot(xs, [w["bsld"] for w in m["per_window"]], marker="o", label=name)
     ax.set_yscale("log")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # windows are numbered
     per = _finish(fig, ax, "window", "mean bounded slowdown (log)", f"{trace}: BSLD per window",
                   out / "bsld_per_window.png")
     return [cdf, per]
@@ -147,7 +149,7 @@ def _finish(fig: Any, ax: Any, xlabel: str, ylabel: str, title: str, path: Path)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)  # off the data
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
