@@ -119,6 +119,7 @@ def test_missing_model_falls_back_loudly(tmp_path: Path) -> None:
     d, log, out = _daemon(tmp_path, backend, model=str(tmp_path / "models" / "none"), base_policy="fcfs",
                           dry_run=True)
     assert d.choice.policy.name == "fcfs" and d.choice.fallback
+    d.announce()
     assert log.named("policy_fallback")[0]["model"].endswith("none")
     d.cycle()
     assert out.getvalue().startswith("!!! FALLBACK: ")

@@ -89,6 +89,7 @@ def test_cli_runs_cycles_on_the_bundled_trace() -> None:
     assert len(cycles) == 200 and all(c["backend"] == "sim" and c["outcome"] == "applied" for c in cycles)
     assert any(c["jobs_seen"] > 0 for c in cycles) and any(c["priority_updates"] > 0 for c in cycles)
     assert lines[0]["event"] == "starting" and lines[0]["state_file"] == "(memory)"
+    assert lines[1]["event"] == "policy" and lines[1]["policy"].startswith("sjf")
     assert "simulated" in res.stdout and "jobs finished" in res.stdout
 
 

@@ -120,13 +120,20 @@ class Daemon:
         self.last_plan: Plan | None = None
         self.stop_signal: int | None = None
         self._saved = self._fingerprint()
-        self._publish_policy()
+        self._publish_policy(announce=False)
 
     # ---- policy ---------------------------------------------------------------------------------
 
-    def _publish_policy(self) -> None:
+    def _publish_policy(self, announce: bool = True) -> None:
         c = self.choice
         self.metrics.set_model(c.model or c.policy.name, c.schema_hash, c.fallback)
+        if announce:
+            self.announce()
+
+    def announce(self) -> None:
+        """Log which policy (and model file) decides, and any fallback. Called by ``run`` after the CLI's
+        'starting' line, so a log reader sees the start first and the policy right after it."""
+        c = self.choice
         if c.fallback:
             self.log.warning("policy_fallback", model=c.model, policy=c.policy.name, reason=c.fallback)
         else:
@@ -388,6 +395,7 @@ class Daemon:
         or the final restore left jobs changed."""
         previous = {s: signal.signal(s, self.request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
+            self.announce()
             fallback = " (FALLBACK)" if self.choice.fallback else ""
             self.notifier.ready(f"policy {self.choice.label}{fallback}")
             rep = CycleReport(0)
