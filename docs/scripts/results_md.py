@@ -29,12 +29,19 @@ def load(name: str) -> dict | None:  # type: ignore[type-arg]
 def earlier(res: dict) -> bool:  # type: ignore[type-arg]
     """True when a learned policy in ``res`` was measured with another actor file than the one now in
     its model directory (evaluate records each actor's hash; the directory may since have been
-    retrained). Such rows are kept, labelled, where they document a choice made at the time."""
+    retrained or removed). Such rows are kept, labelled, where they document a choice made then."""
     for spec, ident in res["config"].get("models", {}).items():
         actor = REPO / spec.partition(":")[2] / "actor.pt"
-        if actor.is_file() and hashlib.sha256(actor.read_bytes()).hexdigest()[:16] != ident["actor_sha256"]:
-            return True
+        now = hashlib.sha256(actor.read_bytes()).hexdigest()[:16] if actor.is_file() else ""
+        if now != ident["actor_sha256"]:
+            return True  # retrained since, or no longer shipped
     return False
+
+
+def shipped(res: dict) -> bool:  # type: ignore[type-arg]
+    """True when every learned policy in ``res`` was measured with an actor file now in ``models/``."""
+    ours = {hashlib.sha256(a.read_bytes()).hexdigest()[:16] for a in (REPO / "models").glob("*/actor.pt")}
+    return all(i["actor_sha256"] in ours for i in res["config"].get("models", {}).values())
 
 
 def heuristics(pols: dict, learned_name: str) -> dict:  # type: ignore[type-arg]
@@ -160,6 +167,48 @@ def stretch_choice() -> None:
     print()
 
 
+def base_choice() -> None:
+    """Which heuristic a trace's model starts from (warm start and reward baseline), chosen on
+    training-split windows: each heuristic ranked at every event and applied by the daemon."""
+    for t in TRACES:
+        res = load(f"{t}-base-choice")
+        if res is None:
+            continue
+        print(f"## Choosing the base policy ({t}, training-split windows)\n")
+        print("The base policy is what a model imitates before PPO and what its reward is measured "
+              "against. `daemon:X` is heuristic X applied by the daemon (same cycles and guard as a "
+              f"model). Command: `{res['config']['command']}`\n")
+        print("| policy | BSLD | wait mean (s) |")
+        print("|---|---|---|")
+        for name, m in res["policies"].items():
+            print(f"| `{name}` | {m['bsld']:.2f} | {m['wait_mean']:.0f} |")
+        print()
+
+
+def model_choice() -> None:
+    """Retrained models against the ones they would replace, on 30 training-split windows (never the
+    held-out ones); the one with lower BSLD and wait is shipped."""
+    pairs = [(t, load(f"guard-stretch/train-{t}-x2"), load(f"{t}-retrained/train-split")) for t in TRACES]
+    pairs = [(t, old, new) for t, old, new in pairs if old and new]
+    if not pairs:
+        return
+    print("## Choosing the shipped models (training-split windows)\n")
+    print("Each trace's model retrained with this version's trainer (same command and seed; its daemon mode "
+          "uses the stretched guard), against the model it would replace, on the same 30 training-split "
+          "windows × 1024 jobs with the shipped guard. Shipped: the one now in `models/`. Commands: "
+          + "; ".join(f"`{r['config']['command']}`" for _, old, new in pairs for r in (old, new)) + "\n")
+    print("| trace | model | iterations (best) | BSLD | wait mean (s) | shipped |")
+    print("|---|---|---|---|---|---|")
+    for t, old, new in pairs:
+        for label, r in (("previous", old), ("retrained", new)):
+            name, m = learned(r)
+            ident = r["config"].get("models", {}).get(name, {})
+            its = f"{ident.get('iterations', '?')} ({ident.get('best_iteration', '?')})"
+            print(f"| {t} | {label} | {its} | {m['bsld']:.2f} | {m['wait_mean']:.0f} | "
+                  f"{'yes' if shipped(r) else 'no'} |")
+    print()
+
+
 def main() -> int:
     if "--summary" in sys.argv:
         summary()
@@ -201,10 +250,11 @@ def main() -> int:
                   f"{paper(PAPER_VS_MULTIFACTOR, trace)}). Lower BSLD **and** wait than: "
                   f"{', '.join(sorted(set(beaten_b) & set(beaten_w))) or 'none'}; not both against: "
                   f"{', '.join(lost) or 'none'}.\n")
-            own = pols.get("daemon:sjf")
+            base = res["config"].get("models", {}).get(name, {}).get("base_policy", "sjf")
+            own = pols.get(f"daemon:{base}")
             if own is not None:
-                print(f"Against its own base policy applied by the daemon without a model (`daemon:sjf`, "
-                      f"same 60-s cycles and guard): BSLD {pct(r['bsld'], own['bsld'])}, wait "
+                print(f"Against its own base policy applied by the daemon without a model (`daemon:{base}`, "
+                      f"same cycles and guard): BSLD {pct(r['bsld'], own['bsld'])}, wait "
                       f"{pct(r['wait_mean'], own['wait_mean'])}: what the learned actor adds.\n")
             wins = ", ".join(f"{o} {b}/{n} and {w}/{n}" for o, b, w, n in window_wins(res, name))
             print(f"Window by window (lower BSLD / lower mean wait than): {wins}.\n")
@@ -221,6 +271,8 @@ def main() -> int:
                    ("philly-event", "full `{name}`", "event")])
     guard_section()
     stretch_choice()
+    base_choice()
+    model_choice()
     variant_table("MILP vs greedy placement (philly, the same learned actor)", "", ("mode", "placement"),
                   [("philly-event", "event", "MILP"), ("philly-greedy-event", "event", "greedy"),
                    ("philly-noguard", "daemon, guard off", "MILP"),

@@ -146,7 +146,7 @@ class Demo:
     def write_config(self) -> str:
         model = find_model()
         self.config.write_text(
-            f'interval = 3\nbase_policy = "sjf"\nmodel = "{model}"\n'
+            f'interval = 3\nbase_policy = "{fallback_policy(model)}"\nmodel = "{model}"\n'
             f'state_file = "{self.work / "state.json"}"\n[slurm]\nconf = "{self.cluster.conf}"\n'
             '[metrics]\nenabled = false\n[log]\nlevel = "info"\n'
         )
@@ -226,11 +226,17 @@ class Demo:
         return 0
 
 
-def _manifest_trace(model: Path) -> str:
+def _manifest_field(model: Path, key: str) -> str:
     try:
-        return str(json.loads((model / "manifest.json").read_text()).get("trace", ""))
+        return str(json.loads((model / "manifest.json").read_text()).get(key, ""))
     except (OSError, ValueError, AttributeError):
         return ""
+
+
+def fallback_policy(model: str) -> str:
+    """The base policy the model was trained against (the daemon's fallback should it fail to load),
+    or SJF when there is no model, so the demo still shows a reordered queue."""
+    return (_manifest_field(Path(model), "base_policy") if model else "") or "sjf"
 
 
 def find_model() -> str:
@@ -238,7 +244,7 @@ def find_model() -> str:
     daemon falls back loudly if it cannot load it)."""
     root = Path("models")
     models = sorted(p for p in root.glob("*") if (p / "manifest.json").exists()) if root.is_dir() else []
-    models.sort(key=lambda p: _manifest_trace(p) != "testbed")
+    models.sort(key=lambda p: _manifest_field(p, "trace") != "testbed")
     return str(models[0].resolve()) if models else ""
 
 
@@ -255,7 +261,7 @@ def sim_demo(reason: str) -> int:
     say("  (as root with the Debian Slurm packages, `make demo` runs this on a real local Slurm)")
     model = find_model()
     say(f"  policy: {'model ' + model if model else 'sjf (no model in models/)'}")
-    cfg = load_config(None, backend="sim", dry_run=True, base_policy="sjf", model=model,
+    cfg = load_config(None, backend="sim", dry_run=True, base_policy=fallback_policy(model), model=model,
                       sim={"speedup": 0, "workload": "testbed"}, metrics={"enabled": False})
     configure("warning", "console")
     backend = SimBackend(cfg)

@@ -12,11 +12,11 @@ from rltune_daemon.errors import UserError
 from rltune_daemon.traces import split_by_time
 
 
-def window_starts(n_jobs: int, windows: int, size: int, seed: int) -> list[int]:
-    """Start offsets of the windows inside a held-out part of ``n_jobs`` jobs."""
+def window_starts(n_jobs: int, windows: int, size: int, seed: int, part: str = "held-out") -> list[int]:
+    """Start offsets of the windows inside a ``part`` (held-out or training) of ``n_jobs`` jobs."""
     if n_jobs < size:
         raise UserError(
-            f"the held-out part has {n_jobs} jobs, fewer than --window-size {size}: use a smaller window "
+            f"the {part} part has {n_jobs} jobs, fewer than --window-size {size}: use a smaller window "
             "or a longer trace (for generated traces, --opt jobs=N)"
         )
     rng = np.random.default_rng(seed)
@@ -31,6 +31,6 @@ def heldout_windows(
     train, test = split_by_time(workload, held_out)
     if from_train:
         test = train
-    starts = window_starts(len(test.jobs), windows, size, seed)
+    starts = window_starts(len(test.jobs), windows, size, seed, "training" if from_train else "held-out")
     wins = [test.with_jobs(test.jobs[s : s + size], window=k, window_start=s) for k, s in enumerate(starts)]
     return train, wins
