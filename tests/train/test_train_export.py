@@ -232,3 +232,25 @@ def test_evaluation_results_name_the_exact_actor_file(tmp_path: Path) -> None:
     torch.manual_seed(1)
     export_untrained(_Actor(8), tmp_path / "m")  # retrained in place
     assert evaluate(cfg, progress=False)["config"]["models"][spec]["actor_sha256"] != digest
+
+
+def test_daemon_warns_when_the_models_own_heldout_result_is_behind_its_base(tmp_path: Path) -> None:
+    """An admin must not learn from a dashboard that the shipped model was worse than no model."""
+    import json
+
+    from train_helpers import export_untrained
+
+    from rltune_daemon.service.policy import choose_policy
+    from rltune_daemon.train.network import Actor as _Actor
+
+    export_untrained(_Actor(8), tmp_path / "m")
+    assert choose_policy(str(tmp_path / "m"), "sjf").behind_base == ""  # no held-out result recorded
+    manifest_path = tmp_path / "m" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    for model, base, behind in ((11.62, 11.08, True), (48.06, 48.74, False)):
+        manifest["heldout"] = {"windows": 10, "model": {"bsld": model}, "base": {"bsld": base}}
+        manifest_path.write_text(json.dumps(manifest))
+        choice = choose_policy(str(tmp_path / "m"), "sjf")
+        assert not choice.fallback and bool(choice.behind_base) == behind
+        if behind:
+            assert f"{model:.2f} against {base:.2f}" in choice.behind_base

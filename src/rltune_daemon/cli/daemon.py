@@ -58,6 +58,8 @@ def check_config(cfg: DaemonConfig, path: Path | None) -> int:
         print(f"policy: FALLBACK to {choice.policy.name}: {choice.fallback}")
     else:
         print(f"policy: {choice.described}")
+        if choice.behind_base:
+            print(f"warning: {choice.behind_base}")
     placer = CountingPlacer(cfg.planner.placer, cfg.planner.milp_time_limit)
     print(f"placer: {placer.unavailable or cfg.planner.placer}")
     state = cfg.resolved_state_file()

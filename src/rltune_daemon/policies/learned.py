@@ -108,9 +108,12 @@ def model_identity(path: str | Path) -> dict[str, Any]:
     model = p / MODEL_FILE
     if not model.is_file():
         raise UserError(f"model {p}: {MODEL_FILE} is missing")
+    heldout = manifest.get("heldout") or {}
     return {"actor_sha256": hashlib.sha256(model.read_bytes()).hexdigest()[:16],
             **{k: manifest.get(k) for k in ("trace", "base_policy", "iterations", "best_iteration",
-                                            "training_minutes", "seed")}}
+                                            "training_minutes", "seed")},
+            "heldout_bsld": (heldout.get("model") or {}).get("bsld"),
+            "heldout_base_bsld": (heldout.get("base") or {}).get("bsld")}
 
 
 def load_learned(path: str | Path) -> LearnedPolicy:

@@ -138,6 +138,8 @@ class Daemon:
             self.log.warning("policy_fallback", model=c.model, policy=c.policy.name, reason=c.fallback)
         else:
             self.log.info("policy", policy=c.described, **c.identity)
+            if c.behind_base:
+                self.log.warning("model_behind_base", model=c.model, reason=c.behind_base)
         if self.placer.unavailable:
             self.log.warning("placer_fallback", reason=self.placer.unavailable)
 

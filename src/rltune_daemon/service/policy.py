@@ -44,6 +44,20 @@ class PolicyChoice:
                 f"{i.get('best_iteration', '?')} of {i.get('iterations', '?')})")
 
     @property
+    def behind_base(self) -> str:
+        """Why this model may be worse than no model, from its own manifest: on the held-out windows of
+        the trace it was trained on it had a higher mean bounded slowdown than its base policy alone.
+        "" when it did not, or the manifest has no held-out result. The daemon still runs the model the
+        admin configured; it says so at start and in ``--check-config``."""
+        i = self.identity
+        model, base = i.get("heldout_bsld"), i.get("heldout_base_bsld")
+        if self.fallback or not isinstance(model, float) or not isinstance(base, float) or model <= base:
+            return ""
+        return (f"on held-out windows of {i.get('trace', '?')} this model's mean bounded slowdown was "
+                f"{model:.2f} against {base:.2f} for {i.get('base_policy', '?')} alone: compare both on "
+                "your own workload before relying on it (docs/operations.md, 'Model or base policy?')")
+
+    @property
     def label(self) -> str:
         return self.model or self.policy.name
 
