@@ -97,12 +97,21 @@ if [ -z "${SKIP_SLOTS:-}" ]; then
       --windows 10 --window-size 1024 --seed 0 --out "docs/results/$t-slots1"
   done
 fi
-# The testbed's base policy: the heuristics ranked at every event and applied by the daemon (daemon:X), on 30
-# training-split windows; multifactor did best there (docs/results.md, "Choosing the base policy").
+# The base policy: the heuristics ranked at every event and applied by the daemon (daemon:X), on 30
+# training-split windows; multifactor did best on the testbed, SJF on Philly (docs/results.md, "Choosing the
+# base policy"). For Helios and Alibaba, daemon:sjf on the same windows: with these runs, "Does the model
+# beat its base policy?" compares every shipped model with its base without the held-out windows.
 if [ -z "${SKIP_BASE_CHOICE:-}" ]; then
   "$RLTUNE" evaluate --trace testbed \
     --policies fcfs,sjf,wfp3,unicep,f1,multifactor,daemon:sjf,daemon:multifactor,daemon:fcfs --split train \
     --windows 30 --window-size 1024 --seed 0 --out docs/results/testbed-base-choice
+  "$RLTUNE" evaluate --trace philly \
+    --policies sjf,unicep,multifactor,qssf,daemon:sjf,daemon:unicep,daemon:qssf --split train \
+    --windows 30 --window-size 1024 --seed 0 --out docs/results/philly-base-choice
+  for t in helios alibaba; do
+    "$RLTUNE" evaluate --trace "$t" --policies daemon:sjf --split train --windows 30 --window-size 1024 \
+      --seed 0 --out "docs/results/$t-base-train"
+  done
 fi
 # Retraining a shipped model (RETRAIN="helios philly ..."): the same training command into models-new/, then
 # judged against the shipped model on 30 training-split windows (the shipped one's run is

@@ -209,6 +209,45 @@ def model_choice() -> None:
     print()
 
 
+SHIPPED_SETTINGS = {"split": "train", "windows": 30, "window_size": 1024, "seed": 0, "mode": "daemon",
+                    "starvation_stretch": 2.0, "starvation_seconds": 14400.0, "starvation_slots": 0,
+                    "react": 5.0, "interval": 60.0, "milp": True, "pure": False, "estimates": "user"}
+
+
+def model_vs_base() -> None:
+    """Each shipped model against its base policy applied by the daemon, on the same 30 training-split
+    windows with the shipped settings: whether the model helps can be known without the held-out tail."""
+    runs = [(d, json.loads(d.read_text())) for d in sorted(ROOT.glob("**/results.json"))]
+    runs = [(d, r) for d, r in runs
+            if all(r["config"].get(k) == v for k, v in SHIPPED_SETTINGS.items())]
+    rows = []
+    for manifest in sorted((REPO / "models").glob("*/manifest.json")):
+        m = json.loads(manifest.read_text())
+        digest = hashlib.sha256((manifest.parent / "actor.pt").read_bytes()).hexdigest()[:16]
+        if m.get("features", "sampled") != "sampled":
+            continue
+        mine = next(((d, r) for d, r in runs if r["config"]["trace"] == m["trace"] and any(
+            i["actor_sha256"] == digest for i in r["config"].get("models", {}).values())), None)
+        base = next(((d, r) for d, r in runs if r["config"]["trace"] == m["trace"]
+                     and f"daemon:{m['base_policy']}" in r["policies"]), None)
+        if mine and base:
+            rows.append((manifest.parent.name, m["base_policy"], mine, base))
+    if not rows:
+        return
+    print("## Does the model beat its base policy? (training-split windows)\n")
+    print("Each shipped model and its base policy applied by the daemon without a model (`daemon:<base>`), "
+          "on the same 30 training-split windows × 1024 jobs (seed 0) with the shipped settings; no "
+          "held-out window involved. Runs: "
+          + "; ".join(f"`{r['config']['command']}`" for _, _, a, b in rows for _, r in (a, b)) + "\n")
+    print("| model | BSLD: model | daemon:base | wait (s): model | daemon:base |")
+    print("|---|---|---|---|---|")
+    for name, base, (_, a), (_, b) in rows:
+        ma, mb = learned(a)[1], b["policies"][f"daemon:{base}"]
+        print(f"| `{name}` | {ma['bsld']:.2f} | {mb['bsld']:.2f} | {ma['wait_mean']:.0f} | "
+              f"{mb['wait_mean']:.0f} |")
+    print()
+
+
 def main() -> int:
     if "--summary" in sys.argv:
         summary()
@@ -273,6 +312,7 @@ def main() -> int:
     stretch_choice()
     base_choice()
     model_choice()
+    model_vs_base()
     variant_table("MILP vs greedy placement (philly, the same learned actor)", "", ("mode", "placement"),
                   [("philly-event", "event", "MILP"), ("philly-greedy-event", "event", "greedy"),
                    ("philly-noguard", "daemon, guard off", "MILP"),
