@@ -155,6 +155,7 @@ def test_trace_too_small_for_an_episode(tmp_path: Path) -> None:
     (["--base", "lifo"], "unknown policy 'lifo'"),
     (["--base", "sjf", "--minutes", "0"], "--minutes must be positive"),
     (["--trace", "no-such-trace"], "no-such-trace"),
+    (["--react", "-1"], "--react -1: must be 0"),
     (["--episode-jobs", "100000", "--max-iterations", "1"], "fewer than one episode"),
 ])
 def test_cli_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str],
@@ -168,3 +169,12 @@ def test_cli_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
     assert captured.err.count("\n") == 1 and captured.err.startswith("error: ") and needle in captured.err
     assert "Traceback" not in captured.err
     assert not out.exists()
+
+
+def test_react_rollouts_replan_on_queue_changes(tmp_path: Path) -> None:
+    """``--react`` trains with the daemon's queue checks: more decision points per episode than
+    60-s cycles alone, and the manifest records the setting."""
+    runs = {r: train(tiny_args(tmp_path / f"r{r:g}", react=r, warm_start_episodes=2, max_iterations=0,
+                               minutes=0.01)) for r in (0.0, 5.0)}
+    assert runs[5.0]["hyperparameters"]["react"] == 5.0
+    assert runs[5.0]["warm_start"]["decisions"] > runs[0.0]["warm_start"]["decisions"] > 0

@@ -20,6 +20,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--out", type=Path, required=True, help="model directory, e.g. models/philly-sjf")
     p.add_argument("--mode", choices=("daemon", "event"), default="daemon",
                    help="deployment mode to train in (default daemon: what a real Slurm gets)")
+    p.add_argument("--react", type=float, default=0.0, metavar="SECONDS",
+                   help="daemon mode: rollouts also re-plan within SECONDS of a queue change, as the "
+                        "daemon's react does (default 0: 60-s cycles only, faster rollouts)")
     p.add_argument("--features", choices=("sampled", "naive"), default="sampled",
                    help="sampled = paper's engineered+sampled features; naive = raw job features (ablation)")
     p.add_argument("--metric", choices=("bsld", "wait", "bsld+wait"), default="bsld+wait")
@@ -55,10 +58,13 @@ def run(args: argparse.Namespace) -> int:
     make_policy(args.base)  # validate before any work
     # train on the same workload the evaluation splits (e.g. testbed with jobs=20480)
     opts = {**EVAL_DEFAULT_OPTS.get(args.trace, {}), **parse_opts(args.opt)}
+    if not args.react >= 0:
+        raise UserError(f"--react {args.react:g}: must be 0 (off) or a positive number of seconds")
     if args.minutes <= 0 and args.max_iterations <= 0:
         raise UserError("--minutes must be positive (or give --max-iterations)")
     targs = TrainArgs(
         trace=args.trace, out=args.out, base=args.base, minutes=args.minutes, seed=args.seed, mode=args.mode,
+        react=args.react,
         features=args.features, metric=args.metric, estimates=args.estimates, opts=opts,
         workers=args.workers, episodes_per_iter=args.episodes_per_iter, episode_jobs=args.episode_jobs,
         max_iterations=args.max_iterations, heldout_windows=args.heldout_windows, lr=args.lr,

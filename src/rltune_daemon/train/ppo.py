@@ -48,6 +48,7 @@ class TrainArgs:
     minutes: float = 30.0
     seed: int = 0
     mode: str = "daemon"  # daemon | event
+    react: float = 0.0  # daemon mode: queue-check period (s) in rollouts; 0 = 60-s cycles only (faster)
     features: str = "sampled"  # sampled | naive
     metric: str = "bsld+wait"  # bsld | wait | bsld+wait
     estimates: str | None = "user"
@@ -156,7 +157,7 @@ def _episode(actor: Actor, critic: Critic, start: int, seed: int, deterministic:
                 "rl": {k: base[k] for k in METRICS}, "base": {k: base[k] for k in METRICS}}
     rng = np.random.default_rng(seed)
     policy = SamplingPolicy(actor, critic, args.features, rng, args.top_m, deterministic)
-    ctl = planner_controller(policy, args.mode, placement=False)
+    ctl = planner_controller(policy, args.mode, placement=False, react=args.react)
     wl = episode_workload(_W["train"], start, args.episode_jobs)
     res = Simulator(wl, ctl).run()
     steps = policy.steps
@@ -388,7 +389,7 @@ def warm_start(actor: Actor, args: TrainArgs, train_wl: Workload,
     samples = []
     for start in starts:
         rec = ImitationRecorder(make_policy(args.base), args.features, args.top_m)
-        ctl = planner_controller(rec, args.mode, placement=False)
+        ctl = planner_controller(rec, args.mode, placement=False, react=args.react)
         Simulator(episode_workload(train_wl, int(start), args.episode_jobs), ctl).run()
         samples.extend(rec.samples)
     nll = fit_imitation(actor, samples, args.top_m, seed=args.seed)
