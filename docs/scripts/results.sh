@@ -113,6 +113,14 @@ if [ -z "${SKIP_BASE_CHOICE:-}" ]; then
       --seed 0 --out "docs/results/$t-base-train"
   done
 fi
+# Experiment (not shipped): Philly trained with the daemon's queue checks in the rollouts, judged on the
+# training-split windows against the shipped model (docs/results.md, "What we tried").
+if [ -n "${REACT_TRAIN:-}" ]; then
+  "$RLTUNE" train --trace philly --base sjf --minutes "${LONG_MINUTES:-30}" --seed 0 --episode-jobs 1024 \
+    --warm-start 16 --react 5 --out models-new/philly-sjf-react5
+  "$RLTUNE" evaluate --trace philly --policies rltune:models-new/philly-sjf-react5 --split train --windows 30 \
+    --window-size 1024 --seed 0 --out docs/results/philly-react5-train/train-split
+fi
 # Retraining a shipped model (RETRAIN="helios philly ..."): the same training command into models-new/, then
 # judged against the shipped model on 30 training-split windows (the shipped one's run is
 # guard-stretch/train-<t>-x2). The one with lower BSLD and wait goes to models/ (copied by hand), and the
