@@ -176,6 +176,7 @@ class Demo:
         step("3. rltune-daemon --dry-run --once  (what it would change; writes nothing)")
         model = self.write_config()
         say(f"  policy: {'model ' + model if model else 'sjf (no model in models/: the daemon says so)'}")
+        say_model_caveat(model)
         rc, out, events = self.daemon("--dry-run", "--once")
         say("\n".join("  " + ln for ln in out.splitlines()))
         cyc = next((e for e in events if e.get("event") == "cycle"), {})
@@ -239,6 +240,17 @@ def fallback_policy(model: str) -> str:
     return (_manifest_field(Path(model), "base_policy") if model else "") or "sjf"
 
 
+def say_model_caveat(model: str) -> None:
+    """Repeat the daemon's ``model_behind_base`` warning: the demo shows mechanics, not a win."""
+    if not model:
+        return
+    from rltune_daemon.service.policy import choose_policy
+
+    caveat = choose_policy(model, fallback_policy(model)).behind_base
+    if caveat:
+        say(f"  note: {caveat}")
+
+
 def find_model() -> str:
     """The shipped model trained on the demo's workload (testbed), else the first under ./models (the
     daemon falls back loudly if it cannot load it)."""
@@ -261,6 +273,7 @@ def sim_demo(reason: str) -> int:
     say("  (as root with the Debian Slurm packages, `make demo` runs this on a real local Slurm)")
     model = find_model()
     say(f"  policy: {'model ' + model if model else 'sjf (no model in models/)'}")
+    say_model_caveat(model)
     cfg = load_config(None, backend="sim", dry_run=True, base_policy=fallback_policy(model), model=model,
                       sim={"speedup": 0, "workload": "testbed"}, metrics={"enabled": False})
     configure("warning", "console")

@@ -28,3 +28,17 @@ def test_shipped_model_loads(path: Path) -> None:
     policy = load_learned(path)
     if policy.feature_mode == "sampled":
         assert policy.schema_hash == features.SCHEMA_HASH
+
+
+def test_demo_repeats_the_models_own_caveat(capsys: pytest.CaptureFixture[str]) -> None:
+    """The demo runs the testbed model, whose manifest records a worse held-out BSLD than multifactor;
+    the demo must say so rather than imply a win (and say nothing for a model without that record)."""
+    from rltune_daemon.demo import say_model_caveat
+
+    by_trace = {model_identity(p)["trace"]: p for p in MODELS}
+    for trace in ("testbed", "helios"):
+        ident = model_identity(by_trace[trace])
+        say_model_caveat(str(by_trace[trace]))
+        out = capsys.readouterr().out
+        behind = ident["heldout_bsld"] is not None and ident["heldout_bsld"] > ident["heldout_base_bsld"]
+        assert ("note: on held-out windows" in out) == behind
