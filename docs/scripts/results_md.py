@@ -26,13 +26,18 @@ def load(name: str) -> dict | None:  # type: ignore[type-arg]
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+def digest(actor: Path) -> str:
+    """An actor file's hash as evaluate records it (``config.models[spec].actor_sha256``)."""
+    return hashlib.sha256(actor.read_bytes()).hexdigest()[:16]
+
+
 def earlier(res: dict) -> bool:  # type: ignore[type-arg]
     """True when a learned policy in ``res`` was measured with another actor file than the one now in
     its model directory (evaluate records each actor's hash; the directory may since have been
     retrained or removed). Such rows are kept, labelled, where they document a choice made then."""
     for spec, ident in res["config"].get("models", {}).items():
         actor = REPO / spec.partition(":")[2] / "actor.pt"
-        now = hashlib.sha256(actor.read_bytes()).hexdigest()[:16] if actor.is_file() else ""
+        now = digest(actor) if actor.is_file() else ""
         if now != ident["actor_sha256"]:
             return True  # retrained since, or no longer shipped
     return False
@@ -40,7 +45,7 @@ def earlier(res: dict) -> bool:  # type: ignore[type-arg]
 
 def shipped(res: dict) -> bool:  # type: ignore[type-arg]
     """True when every learned policy in ``res`` was measured with an actor file now in ``models/``."""
-    ours = {hashlib.sha256(a.read_bytes()).hexdigest()[:16] for a in (REPO / "models").glob("*/actor.pt")}
+    ours = {digest(a) for a in (REPO / "models").glob("*/actor.pt")}
     return all(i["actor_sha256"] in ours for i in res["config"].get("models", {}).values())
 
 
@@ -217,18 +222,17 @@ SHIPPED_SETTINGS = {"split": "train", "windows": 30, "window_size": 1024, "seed"
 def model_vs_base() -> None:
     """Each shipped model against its base policy applied by the daemon, on the same 30 training-split
     windows with the shipped settings: whether the model helps can be known without the held-out tail."""
-    runs = [(d, json.loads(d.read_text())) for d in sorted(ROOT.glob("**/results.json"))]
-    runs = [(d, r) for d, r in runs
+    runs = [r for r in (json.loads(p.read_text()) for p in sorted(ROOT.glob("**/results.json")))
             if all(r["config"].get(k) == v for k, v in SHIPPED_SETTINGS.items())]
     rows = []
     for manifest in sorted((REPO / "models").glob("*/manifest.json")):
         m = json.loads(manifest.read_text())
-        digest = hashlib.sha256((manifest.parent / "actor.pt").read_bytes()).hexdigest()[:16]
         if m.get("features", "sampled") != "sampled":
             continue
-        mine = next(((d, r) for d, r in runs if r["config"]["trace"] == m["trace"] and any(
-            i["actor_sha256"] == digest for i in r["config"].get("models", {}).values())), None)
-        base = next(((d, r) for d, r in runs if r["config"]["trace"] == m["trace"]
+        actor = digest(manifest.parent / "actor.pt")
+        mine = next((r for r in runs if r["config"]["trace"] == m["trace"] and any(
+            i["actor_sha256"] == actor for i in r["config"].get("models", {}).values())), None)
+        base = next((r for r in runs if r["config"]["trace"] == m["trace"]
                      and f"daemon:{m['base_policy']}" in r["policies"]), None)
         if mine and base:
             rows.append((manifest.parent.name, m["base_policy"], mine, base))
@@ -238,10 +242,10 @@ def model_vs_base() -> None:
     print("Each shipped model and its base policy applied by the daemon without a model (`daemon:<base>`), "
           "on the same 30 training-split windows × 1024 jobs (seed 0) with the shipped settings; no "
           "held-out window involved. Runs: "
-          + "; ".join(f"`{r['config']['command']}`" for _, _, a, b in rows for _, r in (a, b)) + "\n")
+          + "; ".join(f"`{r['config']['command']}`" for _, _, a, b in rows for r in (a, b)) + "\n")
     print("| model | BSLD: model | daemon:base | wait (s): model | daemon:base |")
     print("|---|---|---|---|---|")
-    for name, base, (_, a), (_, b) in rows:
+    for name, base, a, b in rows:
         ma, mb = learned(a)[1], b["policies"][f"daemon:{base}"]
         print(f"| `{name}` | {ma['bsld']:.2f} | {mb['bsld']:.2f} | {ma['wait_mean']:.0f} | "
               f"{mb['wait_mean']:.0f} |")

@@ -228,9 +228,11 @@ class Demo:
 
 
 def _manifest_field(model: Path, key: str) -> str:
+    from rltune_daemon.policies.learned import read_manifest
+
     try:
-        return str(json.loads((model / "manifest.json").read_text()).get(key, ""))
-    except (OSError, ValueError, AttributeError):
+        return str(read_manifest(model).get(key, ""))
+    except (OSError, UserError):
         return ""
 
 
@@ -241,12 +243,17 @@ def fallback_policy(model: str) -> str:
 
 
 def say_model_caveat(model: str) -> None:
-    """Repeat the daemon's ``model_behind_base`` warning: the demo shows mechanics, not a win."""
+    """Repeat the daemon's ``model_behind_base`` warning: the demo shows mechanics, not a win. Reads the
+    manifest only (the daemon loads the model itself)."""
     if not model:
         return
-    from rltune_daemon.service.policy import choose_policy
+    from rltune_daemon.policies.learned import model_identity
+    from rltune_daemon.service.policy import behind_base
 
-    caveat = choose_policy(model, fallback_policy(model)).behind_base
+    try:
+        caveat = behind_base(model_identity(model))
+    except (OSError, UserError):
+        return  # the daemon reports an unusable model itself (FALLBACK)
     if caveat:
         say(f"  note: {caveat}")
 

@@ -120,15 +120,13 @@ class Daemon:
         self.last_plan: Plan | None = None
         self.stop_signal: int | None = None
         self._saved = self._fingerprint()
-        self._publish_policy(announce=False)
+        self._publish_policy()  # logged by run(), after the CLI's 'starting' line
 
     # ---- policy ---------------------------------------------------------------------------------
 
-    def _publish_policy(self, announce: bool = True) -> None:
+    def _publish_policy(self) -> None:
         c = self.choice
         self.metrics.set_model(c.model or c.policy.name, c.schema_hash, c.fallback)
-        if announce:
-            self.announce()
 
     def announce(self) -> None:
         """Log which policy (and model file) decides, and any fallback. Called by ``run`` after the CLI's
@@ -150,6 +148,7 @@ class Daemon:
         self.choice = PolicyChoice(base, self.choice.model, "", why)
         self.metrics.errors.labels("policy").inc()
         self._publish_policy()
+        self.announce()
 
     # ---- one cycle ------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ The MILP placer falls back to greedy (Slurm's own best fit) per call, counted.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -45,17 +45,8 @@ class PolicyChoice:
 
     @property
     def behind_base(self) -> str:
-        """Why this model may be worse than no model, from its own manifest: on the held-out windows of
-        the trace it was trained on it had a higher mean bounded slowdown than its base policy alone.
-        "" when it did not, or the manifest has no held-out result. The daemon still runs the model the
-        admin configured; it says so at start and in ``--check-config``."""
-        i = self.identity
-        model, base = i.get("heldout_bsld"), i.get("heldout_base_bsld")
-        if self.fallback or not isinstance(model, float) or not isinstance(base, float) or model <= base:
-            return ""
-        return (f"on held-out windows of {i.get('trace', '?')} this model's mean bounded slowdown was "
-                f"{model:.2f} against {base:.2f} for {i.get('base_policy', '?')} alone: compare both on "
-                "your own workload before relying on it (docs/operations.md, 'Model or base policy?')")
+        """The model's own caveat (``behind_base``); "" when a fallback runs instead of it."""
+        return "" if self.fallback else behind_base(self.identity)
 
     @property
     def label(self) -> str:
@@ -65,6 +56,19 @@ class PolicyChoice:
     def leave_order(self) -> bool:
         """``multifactor`` means "Slurm's own order": write no SiteFactor (undo only ours)."""
         return self.policy.name == "multifactor"
+
+
+def behind_base(identity: Mapping[str, Any]) -> str:
+    """Why a model may be worse than no model, from its own manifest (``model_identity``): on the
+    held-out windows of the trace it was trained on it had a higher mean bounded slowdown than its base
+    policy alone. "" when it did not, or the manifest has no held-out result. The daemon still runs the
+    model the admin configured; it says so at start, in ``--check-config`` and in the demo."""
+    model, base = identity.get("heldout_bsld"), identity.get("heldout_base_bsld")
+    if not isinstance(model, float) or not isinstance(base, float) or model <= base:
+        return ""
+    return (f"on held-out windows of {identity.get('trace', '?')} this model's mean bounded slowdown was "
+            f"{model:.2f} against {base:.2f} for {identity.get('base_policy', '?')} alone: compare both on "
+            "your own workload before relying on it (docs/operations.md, 'Model or base policy?')")
 
 
 LEARNED_MODULE = "rltune_daemon.policies.learned"
