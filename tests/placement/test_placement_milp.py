@@ -222,3 +222,37 @@ def test_inconsistent_solution_falls_back(monkeypatch: pytest.MonkeyPatch) -> No
     res = _milp_placer(_two_job_context(), np.array([0, 1]), time_limit=SOLVE_S)
     assert res.solver == "greedy" and res.fallback.startswith("inconsistent")
     assert milp.fallback_counts()["inconsistent"] == 1
+
+
+def _temp_into(monkeypatch: pytest.MonkeyPatch, path: Any) -> None:
+    """Every temporary file (Python's and PuLP's own choice, read from TMPDIR/TMP) goes to ``path``."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(path))
+    monkeypatch.setenv("TMPDIR", str(path))
+    monkeypatch.setenv("TMP", str(path))
+
+
+@pytest.mark.parametrize("cbc", ["/bin/false", "/bin/true"])
+def test_failed_cbc_leaves_no_files(monkeypatch: pytest.MonkeyPatch, tmp_path: Any, cbc: str) -> None:
+    """A real CBC run that fails (non-zero exit; exit 0 without a solution file) falls back to greedy and
+    leaves nothing in the temporary directory: PuLP only cleans up after a success, and the daemon
+    solves every minute for months."""
+    import pulp
+
+    from rltune_daemon.placement import milp
+
+    _temp_into(monkeypatch, tmp_path)
+    monkeypatch.setattr(pulp.PULP_CBC_CMD, "pulp_cbc_path", cbc)
+    milp.reset_fallback_counts()
+    res = _milp_placer(_two_job_context(), np.array([0, 1]), time_limit=SOLVE_S)
+    assert res.solver == "greedy" and res.fallback.startswith("solver-error")
+    assert milp.fallback_counts()["solver-error"] == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_successful_solve_leaves_no_files(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    _temp_into(monkeypatch, tmp_path)
+    res = milp_placer(_two_job_context(), np.array([0, 1]), time_limit=SOLVE_S)
+    assert res.solver == "milp"
+    assert list(tmp_path.iterdir()) == []

@@ -28,6 +28,7 @@ process (``fallback_counts()``, for benchmarks and tests; the daemon counts its 
 
 from __future__ import annotations
 
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -182,10 +183,14 @@ def _model(problem: Problem) -> tuple[pulp.LpProblem, list[pulp.LpVariable]]:
 
 def _solve_lp(prob: pulp.LpProblem, opts: MilpOptions) -> None:
     """Run CBC (a hook the tests replace to simulate solver failures). No MIP start: CBC 2.10.3 was seen
-    to return a given start as "optimal" when a better solution existed."""
+    to return a given start as "optimal" when a better solution existed. CBC reads and writes files;
+    PuLP deletes them only when CBC succeeds, so a daemon that solves every minute would leak one
+    ``.mps`` per failed solve into /tmp. A directory per solve is removed whatever happens."""
     solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=opts.time_limit, threads=opts.threads,
                                options=[f"randomSeed {SEED}", f"randomCbcSeed {SEED}", *CBC_FLAGS])
-    prob.solve(solver)
+    with tempfile.TemporaryDirectory(prefix="rltune-cbc-") as scratch:
+        solver.tmpDir = scratch
+        prob.solve(solver)
 
 
 class SolveError(Exception):
