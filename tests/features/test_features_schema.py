@@ -15,7 +15,7 @@ import pytest
 from rltune_daemon import features
 from rltune_daemon.features.schema import ACTOR_SLOTS, CRITIC_SLOTS, FEATURES, Norm, schema_hash
 
-PINNED = "a6d9872f25121d96"  # update deliberately: every trained model's manifest stores this value
+PINNED = "a62a33768c8027f1"  # update deliberately: every trained model's manifest stores this value
 
 
 def test_api_shape() -> None:
@@ -44,11 +44,14 @@ def _swap(i: int, **changes: object) -> tuple[features.schema.FeatureSpec, ...]:
 @pytest.mark.parametrize("variant", [
     lambda: (_swap(0, name="job_id"), ACTOR_SLOTS, CRITIC_SLOTS),
     lambda: (_swap(3, norm=Norm("log1p", 1.0, 32.0)), ACTOR_SLOTS, CRITIC_SLOTS),
-    lambda: (_swap(14, params=(("time_floor_s", 60.0), ("age_scale_s", 86400.0))), ACTOR_SLOTS, CRITIC_SLOTS),
+    lambda: (_swap(14, params=(("time_floor_s", 60.0), ("age_scale_s", 86400.0), ("length_weight", 0.5),
+                               ("age_weight", 0.5))), ACTOR_SLOTS, CRITIC_SLOTS),
+    lambda: (_swap(14, params=(("time_floor_s", 600.0), ("age_scale_s", 86400.0), ("length_weight", 0.7),
+                               ("age_weight", 0.3))), ACTOR_SLOTS, CRITIC_SLOTS),
     lambda: (FEATURES[1:] + FEATURES[:1], ACTOR_SLOTS, CRITIC_SLOTS),  # order
     lambda: (FEATURES, (dataclasses.replace(ACTOR_SLOTS[0], threshold=0.4), *ACTOR_SLOTS[1:]), CRITIC_SLOTS),
     lambda: (FEATURES, ACTOR_SLOTS, CRITIC_SLOTS[::-1]),
-], ids=["name", "normalisation", "params", "order", "actor-rule", "critic-order"])
+], ids=["name", "normalisation", "params", "urgency-weights", "order", "actor-rule", "critic-order"])
 def test_hash_changes_with_schema(variant) -> None:  # type: ignore[no-untyped-def]
     assert schema_hash(*variant()) != features.SCHEMA_HASH
 
@@ -72,3 +75,22 @@ def test_normalisation_reads_the_declared_constants(monkeypatch: pytest.MonkeyPa
     assert features.raw_features(v)[0, i] == pytest.approx(math.log1p(4) / math.log1p(64))
     monkeypatch.setattr(compute, "FEATURES", _swap(i, norm=Norm("log1p", 1.0, 32.0)))
     assert features.raw_features(v)[0, i] == pytest.approx(math.log1p(4) / math.log1p(32))
+
+
+def test_urgency_reads_its_declared_weights(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The urgency weights are hashed params (they were code literals under schema a6d9872f25121d96): a
+    model trained with other weights is refused instead of silently seeing other values."""
+    from feature_helpers import NOW, view_of
+
+    from rltune_daemon.domain.cluster import NodeSpec
+    from rltune_daemon.domain.jobs import Job
+    from rltune_daemon.features.schema import INDEX, PARAMS
+
+    compute = importlib.import_module("rltune_daemon.features.build")
+    v = view_of([NodeSpec("n0", "a", 8, 8, 8000)], [], [Job("x", NOW - 1800, 4, 3600.0)])
+    i = INDEX["urgency"]
+    by_length, by_age = math.log1p(1800 / 3600), math.log1p(1800 / 86400)
+    assert features.raw_features(v)[0, i] == pytest.approx(0.5 * by_length + 0.5 * by_age)
+    monkeypatch.setattr(compute, "PARAMS", {**PARAMS, "urgency": {**PARAMS["urgency"], "length_weight": 1.0,
+                                                                    "age_weight": 0.0}})
+    assert features.raw_features(v)[0, i] == pytest.approx(by_length)

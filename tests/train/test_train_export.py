@@ -254,3 +254,17 @@ def test_daemon_warns_when_the_models_own_heldout_result_is_behind_its_base(tmp_
         assert not choice.fallback and bool(choice.behind_base) == behind
         if behind:
             assert f"{model:.2f} against {base:.2f}" in choice.behind_base
+
+
+def test_model_under_a_superseded_schema_still_loads(tmp_path: Path) -> None:
+    """A schema change that only moved a declaration (same values) keeps earlier models usable; a hash
+    that is neither current nor superseded by the current one is refused."""
+    from rltune_daemon.features.schema import SUPERSEDED
+
+    path = _good(tmp_path)
+    old = next(h for h, (new, _) in SUPERSEDED.items() if new == features.SCHEMA_HASH)
+    _manifest_edit("schema_hash", old)(path)
+    assert load_learned(path).schema_hash == old
+    _manifest_edit("schema_hash", features.SCHEMA_HASH[::-1])(path)
+    with pytest.raises(UserError, match="does not match"):
+        load_learned(path)

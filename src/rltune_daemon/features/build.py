@@ -84,8 +84,8 @@ def natural_features(view: QueueView, elig: EligibilityIndex | None = None) -> F
         "num_ways_to_schedule": np.maximum(fitting - sh.k + 1, 0).astype(np.float64),
         "demand_supply_ratio": g / np.maximum(free, PARAMS["demand_supply_ratio"]["empty_supply"]),
         "job_size": g * t,
-        "urgency": 0.5 * np.log1p(w / np.maximum(t, urg["time_floor_s"]))
-        + 0.5 * np.log1p(w / urg["age_scale_s"]),
+        "urgency": urg["length_weight"] * np.log1p(w / np.maximum(t, urg["time_floor_s"]))
+        + urg["age_weight"] * np.log1p(w / urg["age_scale_s"]),
         "future_availability": np.where(
             gpus_elig > 0, (free + stats.released[grp] - g) / np.maximum(gpus_elig, 1.0), -1.0),
         "cff": cff_group[grp],

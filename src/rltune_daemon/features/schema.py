@@ -94,9 +94,11 @@ FEATURES: tuple[FeatureSpec, ...] = (
     FeatureSpec("job_size", "Job Size", "requested GPUs x requested seconds (GPU-seconds)",
                 Norm("log1p", HOUR, 1e4 * HOUR)),
     FeatureSpec("urgency", "Job Urgency Score",
-                "0.5 ln(1 + wait / max(req_time, time_floor)) + 0.5 ln(1 + wait / age_scale): wait relative "
-                "to the job's length, aged so long jobs are not starved",
-                Norm(lo=0.0), (("time_floor_s", 600.0), ("age_scale_s", DAY))),
+                "length_weight ln(1 + wait / max(req_time, time_floor)) "
+                "+ age_weight ln(1 + wait / age_scale): wait relative to the job's length, aged so long jobs "
+                "are not starved",
+                Norm(lo=0.0), (("time_floor_s", 600.0), ("age_scale_s", DAY), ("length_weight", 0.5),
+                               ("age_weight", 0.5))),
     FeatureSpec("future_availability", "Future Availability (eq. 2)",
                 "(free GPUs + GPUs of running jobs whose requested end is within horizon - gpus) / GPUs, "
                 "over the usable eligible nodes; -1 with no such node",
@@ -176,6 +178,13 @@ def schema_hash(features: tuple[FeatureSpec, ...] = FEATURES, actor: tuple[Slot,
 
 
 SCHEMA_HASH: str = schema_hash()
+
+# Earlier hashes whose features are value-for-value those of the current one (a declaration moved, no
+# number changed), with why: models trained under them still load. Add an entry only with a check that
+# the models score identically (docs/features.md, "Migration").
+SUPERSEDED: dict[str, tuple[str, str]] = {
+    "a6d9872f25121d96": ("a62a33768c8027f1", "urgency weights 0.5/0.5 declared as hashed params"),
+}
 
 
 def schema() -> dict[str, Any]:

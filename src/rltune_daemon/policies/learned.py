@@ -122,13 +122,15 @@ def load_learned(path: str | Path) -> LearnedPolicy:
 
     from rltune_daemon import features
     from rltune_daemon.features import naive
+    from rltune_daemon.features.schema import SUPERSEDED
 
     p = Path(path)
     manifest = read_manifest(p)
     want = manifest.get("schema_hash")
     mode = str(manifest.get("features", "sampled"))
-    have = features.SCHEMA_HASH if mode == "sampled" else naive.NAIVE_SCHEMA_HASH
-    if want != have:
+    have, old = ((features.SCHEMA_HASH, SUPERSEDED) if mode == "sampled"
+                 else (naive.NAIVE_SCHEMA_HASH, naive.NAIVE_SUPERSEDED))
+    if want != have and old.get(str(want), ("", ""))[0] != have:  # a superseded hash names the same inputs
         raise UserError(f"model {p}: feature schema {want!r} does not match this version's {have!r}; "
                         "retrain the model with this version")
     model = p / MODEL_FILE
