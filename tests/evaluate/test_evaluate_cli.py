@@ -51,7 +51,7 @@ def test_evaluate_writes_results_that_match_direct_simulation(tmp_path: Path,
 def test_train_split_windows_never_touch_the_held_out_tail(tmp_path: Path) -> None:
     w = load_workload("testbed", estimates="user", seed=0, jobs="2000")
     train, held = heldout_windows(w, 3, 100, 0)
-    _, tuning = heldout_windows(w, 3, 100, 0, from_train=True)
+    _, tuning = heldout_windows(w, 3, 100, 0, part="train")
     train_ids = {j.id for j in train.jobs}
     assert all({j.id for j in win.jobs} <= train_ids for win in tuning)
     assert not any({j.id for j in win.jobs} & train_ids for win in held)
@@ -63,6 +63,31 @@ def test_train_split_windows_never_touch_the_held_out_tail(tmp_path: Path) -> No
     assert res["config"]["split"] == "train"
     assert [pw["bsld"] for pw in res["policies"]["sjf"]["per_window"]] == pytest.approx(direct)
     assert "training part" in (out / "results.md").read_text()
+
+
+def test_train_tail_windows_sit_between_their_history_and_the_held_out_tail(tmp_path: Path) -> None:
+    """Temporal validation: windows from the training part's last 10 %, history (QSSF, models) before it,
+    nothing from the held-out tail."""
+    w = load_workload("testbed", estimates="user", seed=0, jobs="4000")
+    train, held = heldout_windows(w, 3, 100, 0)
+    history, tail = heldout_windows(w, 3, 100, 0, part="train-tail")
+    train_ids, history_ids = {j.id for j in train.jobs}, {j.id for j in history.jobs}
+    assert history_ids < train_ids and len(history_ids) == len(train_ids) - round(0.1 * len(train_ids))
+    for win in tail:
+        ids = {j.id for j in win.jobs}
+        assert ids <= train_ids - history_ids
+        assert not ids & {j.id for h in held for j in h.jobs}
+        assert win.jobs[0].submit >= 0.0  # rebased like the held-out tail: starts from an idle cluster
+    with pytest.raises(ValueError, match="part must be"):
+        heldout_windows(w, 1, 100, 0, part="tail")
+    out = tmp_path / "tail"
+    assert main(["evaluate", "--trace", "testbed", "--opt", "jobs=4000", "--windows", "2", "--window-size",
+                 "100", "--policies", "sjf", "--jobs", "1", "--split", "train-tail", "--out", str(out)]) == 0
+    res = json.loads((out / "results.json").read_text())
+    direct = [simulate(win, make_policy("sjf")).metrics["bsld"] for win in tail[:2]]
+    assert res["config"]["split"] == "train-tail"
+    assert [pw["bsld"] for pw in res["policies"]["sjf"]["per_window"]] == pytest.approx(direct)
+    assert "temporal validation" in (out / "results.md").read_text()
 
 
 def test_evaluate_parallel_equals_serial(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from rltune_daemon.cli.common import parse_opts
 from rltune_daemon.evaluate.report import markdown_table, write_results
 from rltune_daemon.evaluate.runner import EvalConfig, evaluate
+from rltune_daemon.evaluate.windows import PARTS
 from rltune_daemon.planner.config import (
     INTERVAL_DEFAULT,
     REACT_DEFAULT,
@@ -59,9 +60,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         f"{STARVATION_CAP_DEFAULT / 86400:g} days) before the guard restores it, as the "
                         "daemon's starvation_stretch "
                         f"(default {STARVATION_STRETCH_DEFAULT:g}; 0: the hours above for every job)")
-    p.add_argument("--split", choices=("held-out", "train"), default="held-out",
-                   help="where the windows come from: the held-out tail (default, for reporting) or the "
-                        "training part (for choosing settings without touching the held-out windows)")
+    p.add_argument("--split", choices=PARTS, default="held-out",
+                   help="where the windows come from: the held-out tail (default, for reporting), the "
+                        "training part, or the training part's own tail (temporal validation): the last two "
+                        "choose settings and models without touching the held-out windows")
     p.add_argument("--out", type=Path, default=None, help="directory for results.json/.md and plots")
     p.set_defaults(func=run)
 

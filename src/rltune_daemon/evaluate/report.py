@@ -82,6 +82,10 @@ def _interval(cfg: dict[str, Any]) -> str:
     return f" (re-planned every {interval:g} s{watch}, starvation guard {guard_text})"
 
 
+SPLIT_TEXT = {"held-out": "held-out last 10 %", "train": "training part (first 90 %)",
+              "train-tail": "training part's tail (81-90 %, temporal validation)"}
+
+
 def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     slim = {"policies": {k: {kk: vv for kk, vv in v.items() if kk != "waits"}
@@ -93,7 +97,7 @@ def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path
     first = next(iter(results["policies"]), None)
     md = [f"# Evaluation: {cfg['trace']}", "", f"Command: `{command}`", "",
           f"{cfg['windows']} windows x {cfg['window_size']} jobs from the "
-          f"{'training part (first 90 %)' if cfg.get('split') == 'train' else 'held-out last 10 %'} "
+          f"{SPLIT_TEXT.get(str(cfg.get('split')), SPLIT_TEXT['held-out'])} "
           f"(seed {cfg['seed']}), requested times: {cfg['estimates_used']}, learned-policy mode: "
           f"{cfg['mode']}{_interval(cfg)}, placement effects: {'off' if cfg['pure'] else 'on'}. "
           "Means over windows.", "",

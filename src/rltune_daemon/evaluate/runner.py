@@ -59,7 +59,7 @@ class EvalConfig:
     starvation_slots: int = 0  # daemon mode: guarded jobs restored at once per tier (0: all)
     starvation_stretch: float = STARVATION_STRETCH_DEFAULT  # daemon mode: guard after stretch × time limit
     milp: bool = True  # learned policies place their top K with the MILP (False: Slurm's greedy default)
-    split: str = "held-out"  # "train": windows from the training part, for choosing settings honestly
+    split: str = "held-out"  # "train" / "train-tail": windows from the training part, for choosing honestly
 
     def trace_opts(self) -> dict[str, str]:
         return {**EVAL_DEFAULT_OPTS.get(self.trace, {}), **self.opts}
@@ -113,8 +113,7 @@ def _init(cfg: EvalConfig) -> None:
     torch.set_num_threads(1)
     workload = load_workload(cfg.trace, estimates=cfg.estimates, seed=cfg.seed, cluster=cfg.cluster,
                              **cfg.trace_opts())
-    train, windows = heldout_windows(workload, cfg.windows, cfg.window_size, cfg.seed,
-                                     from_train=cfg.split == "train")
+    train, windows = heldout_windows(workload, cfg.windows, cfg.window_size, cfg.seed, part=cfg.split)
     _STATE.update(cfg=cfg, workload=workload, train=train, windows=windows)
 
 
