@@ -121,6 +121,24 @@ if [ -n "${REACT_TRAIN:-}" ]; then
   "$RLTUNE" evaluate --trace philly --policies rltune:models-new/philly-sjf-react5 --split train --windows 30 \
     --window-size 1024 --seed 0 --out docs/results/philly-react5-train/train-split
 fi
+# Temporal validation (TAIL=1): do the training part's last 10 % of jobs order models as the held-out tail
+# does? Rule written before the runs: docs/results/train-tail/RULE.md. The previous Philly and testbed
+# models are kept in docs/results/train-tail/previous/ (from git: 4132f7d^:models/{philly,testbed}-sjf; the
+# runs named them /tmp/oldm/<t>-sjf-old, the same actor files by sha256).
+if [ -n "${TAIL:-}" ]; then
+  P=docs/results/train-tail/previous
+  TT="--split train-tail --windows 30 --window-size 1024 --seed 0"
+  "$RLTUNE" evaluate --trace testbed --policies rltune:models/testbed-multifactor,daemon:multifactor,rltune:$P/testbed-sjf \
+    $TT --out docs/results/train-tail/testbed
+  "$RLTUNE" evaluate --trace philly --policies rltune:models/philly-sjf,daemon:sjf,rltune:$P/philly-sjf $TT \
+    --out docs/results/train-tail/philly
+  "$RLTUNE" evaluate --trace helios --policies rltune:models/helios-sjf,daemon:sjf $TT --out docs/results/train-tail/helios
+  "$RLTUNE" evaluate --trace alibaba --policies rltune:models/alibaba-sjf,daemon:sjf $TT --out docs/results/train-tail/alibaba
+  for t in philly testbed; do  # the previous models on the held-out windows and the training split
+    "$RLTUNE" evaluate --trace "$t" --policies "rltune:$P/$t-sjf" --windows 10 --window-size 1024 --seed 0 \
+      --out "docs/results/train-tail/$t-previous-heldout"
+  done
+fi
 # Retraining a shipped model (RETRAIN="helios philly ..."): the same training command into models-new/, then
 # judged against the shipped model on 30 training-split windows (the shipped one's run is
 # guard-stretch/train-<t>-x2). The one with lower BSLD and wait goes to models/ (copied by hand), and the

@@ -252,6 +252,70 @@ def model_vs_base() -> None:
     print()
 
 
+SPLITS = {"train": 30, "train-tail": 30, "held-out": 10}  # windows of each split's runs
+
+
+def bsld_by_split(trace: str, entity: str) -> dict[str, float]:
+    """Mean BSLD of ``entity`` (an actor hash, or ``daemon:<base>``) on ``trace`` for each split, from any
+    run with the shipped settings (first found, in path order)."""
+    out: dict[str, float] = {}
+    for path in sorted(ROOT.glob("**/results.json")):
+        r = json.loads(path.read_text())
+        cfg = r["config"]
+        split = cfg.get("split", "held-out")
+        if cfg["trace"] != trace or split in out or SPLITS.get(split) != cfg.get("windows") or any(
+                cfg.get(k) != v for k, v in SHIPPED_SETTINGS.items() if k not in ("split", "windows")):
+            continue
+        names = {n for n, i in cfg.get("models", {}).items() if i["actor_sha256"] == entity} or (
+            {entity} & set(r["policies"]))
+        if names:
+            out[split] = r["policies"][min(names)]["bsld"]
+    return out
+
+
+def temporal_validation() -> None:
+    """Does the training part's tail order models as the held-out tail does? (rule in
+    docs/results/train-tail/RULE.md, written before the runs)."""
+    rows = []
+    for manifest in sorted((REPO / "models").glob("*/manifest.json")):
+        m = json.loads(manifest.read_text())
+        if m.get("features", "sampled") != "sampled":
+            continue
+        t, mine = m["trace"], digest(manifest.parent / "actor.pt")
+        others = [(f"`daemon:{m['base_policy']}`", f"daemon:{m['base_policy']}")]
+        prev = next(iter(sorted((ROOT / "train-tail" / "previous").glob(f"{t}-*"))), None)
+        if prev is not None and (prev / "actor.pt").is_file():
+            others.append((f"previous `{prev.name}`", digest(prev / "actor.pt")))
+        for label, other in others:
+            a, b = bsld_by_split(t, mine), bsld_by_split(t, other)
+            if all(k in a and k in b for k in SPLITS):
+                rows.append((f"`{manifest.parent.name}`", label, a, b))
+    if not rows:
+        return
+    print("## Which windows predict the held-out result? (temporal validation)\n")
+    print("Each shipped model against its base policy and, where it replaced one, the previous model, on "
+          "30 windows from anywhere in the training part (`--split train`), 30 from the training part's own "
+          "tail (`--split train-tail`: jobs 81–90 %, history before them), and the 10 held-out windows; "
+          "all with the shipped settings, mean BSLD. A split agrees when it says the same as the held-out "
+          "windows about which of the two is lower. Rule, written before the runs: "
+          "docs/results/train-tail/RULE.md. Commands: `bash docs/scripts/results.sh` block `TAIL=1`.\n")
+    print("| model | against | train: model / other | train-tail: model / other | held-out: model / other | "
+          "train agrees | train-tail agrees |")
+    print("|---|---|---|---|---|---|---|")
+    agree = {"train": 0, "train-tail": 0}
+    for name, label, a, b in rows:
+        truth = a["held-out"] < b["held-out"]
+        cells = []
+        for split in ("train", "train-tail"):
+            ok = (a[split] < b[split]) == truth and a[split] != b[split]
+            agree[split] += ok
+            cells.append("yes" if ok else "no (tie)" if a[split] == b[split] else "no")
+        pairs = " | ".join(f"{a[k]:.2f} / {b[k]:.2f}" for k in SPLITS)
+        print(f"| {name} | {label} | {pairs} | {cells[0]} | {cells[1]} |")
+    print(f"\nAgreement: `train` {agree['train']} of {len(rows)}, `train-tail` {agree['train-tail']} of "
+          f"{len(rows)}.\n")
+
+
 def main() -> int:
     if "--summary" in sys.argv:
         summary()
@@ -317,6 +381,7 @@ def main() -> int:
     base_choice()
     model_choice()
     model_vs_base()
+    temporal_validation()
     variant_table("MILP vs greedy placement (philly, the same learned actor)", "", ("mode", "placement"),
                   [("philly-event", "event", "MILP"), ("philly-greedy-event", "event", "greedy"),
                    ("philly-noguard", "daemon, guard off", "MILP"),

@@ -42,6 +42,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "--screen-episodes candidates that queue most under the base policy")
     p.add_argument("--screen-episodes", type=int, default=128,
                    help="--episodes contended: candidate windows simulated under the base policy first")
+    p.add_argument("--validation", choices=("anywhere", "tail"), default="anywhere",
+                   help="where the validation episodes that pick the exported iteration come from: anywhere "
+                        "in the training split, or its last 10 %% with training episodes only before it "
+                        "(temporal validation; the split that predicted held-out results better, "
+                        "docs/results.md)")
     p.add_argument("--credit", choices=("episode", "step"), default="episode",
                    help="episode: every decision shares the episode's reward (paper); step: each decision is "
                         "charged the slowdown and wait accrued until the next one, advantages by GAE")
@@ -69,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers, episodes_per_iter=args.episodes_per_iter, episode_jobs=args.episode_jobs,
         max_iterations=args.max_iterations, heldout_windows=args.heldout_windows, lr=args.lr,
         warm_start_episodes=args.warm_start, credit=args.credit,
-        episodes=args.episodes, screen_episodes=args.screen_episodes,
+        episodes=args.episodes, screen_episodes=args.screen_episodes, validation=args.validation,
         progress=sys.stderr.isatty(),
     )
     manifest = train(targs)

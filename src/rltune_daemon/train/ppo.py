@@ -76,6 +76,7 @@ class TrainArgs:
     heldout_window_size: int = 1024
     warm_start_episodes: int = 0  # >0: imitate the base policy on that many episodes before PPO
     episodes: str = "all"  # all | contended: train and validate only on windows that queue (see below)
+    validation: str = "anywhere"  # anywhere | tail: validate on the last 10 % only (see _episode_spans)
     screen_episodes: int = 128  # episodes = contended: candidate windows simulated under the base policy
     contended_share: float = 0.5  # ... of which the most contended share (by base BSLD) is kept
     progress: bool = True
@@ -252,6 +253,25 @@ def ppo_update(actor: Actor, critic: Critic, opt: torch.optim.Optimizer, steps: 
     return {k: float(np.mean(v)) if v else math.nan for k, v in stats.items()}
 
 
+def _episode_spans(train: Workload, args: TrainArgs) -> tuple[int, tuple[int, int] | None]:
+    """How many episode starts training draws from (``[0, n)``), and the validation starts' range when
+    validation is on the tail. With ``validation = "tail"`` the training part is split again as the trace
+    is (``split_by_time``): episodes lie wholly before its last 10 %, validation windows inside it, so
+    model selection sees the regime just before the held-out tail and no job it trained on (evaluate
+    ``--split train-tail`` draws from the same jobs)."""
+    from rltune_daemon.traces import split_by_time
+
+    n, size = len(train.jobs), args.episode_jobs
+    if args.validation == "anywhere":
+        return n - size, None
+    cut = len(split_by_time(train)[0].jobs)
+    if n - cut <= size or cut <= size:
+        raise UserError(f"trace {args.trace}: the training part's tail has {n - cut} jobs and the rest "
+                        f"{cut}; each needs more than one episode of {size}: use --validation anywhere or "
+                        "a smaller --episode-jobs")
+    return cut - size, (cut, n - size)
+
+
 # ----------------------------------------------------------------------------- the loop
 def train(args: TrainArgs) -> dict[str, Any]:
     """Train until ``args.minutes`` (or ``max_iterations``) and export the best validated actor."""
@@ -265,9 +285,11 @@ def train(args: TrainArgs) -> dict[str, Any]:
         raise UserError(f"episodes {args.episodes!r}: expected 'all' or 'contended'")
     if args.episodes == "contended" and args.screen_episodes < 2:
         raise UserError("--screen-episodes must be at least 2 with --episodes contended")
+    if args.validation not in ("anywhere", "tail"):
+        raise UserError(f"validation {args.validation!r}: expected 'anywhere' or 'tail'")
     _worker_init(args)  # also validates the trace in the main process
     train_wl: Workload = _W["train"]
-    n_starts = len(train_wl.jobs) - args.episode_jobs
+    n_starts, val_span = _episode_spans(train_wl, args)
     dim = _input_dim(args.features)
     actor, critic = Actor(dim, args.hidden), Critic(5, args.hidden)
     opt = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=args.lr)
@@ -299,7 +321,9 @@ def train(args: TrainArgs) -> dict[str, Any]:
     if args.warm_start_episodes > 0:
         warm = warm_start(actor, args, train_wl, draw(rng, args.warm_start_episodes))
     val_rng = np.random.default_rng(args.seed + 7919)
-    val_jobs = [(int(s), 0) for s in draw(val_rng, args.validation_episodes)]
+    val_starts = draw(val_rng, args.validation_episodes) if val_span is None else \
+        val_rng.integers(*val_span, args.validation_episodes)
+    val_jobs = [(int(s), 0) for s in val_starts]
     bar = tqdm(total=int(budget), unit="s", desc=f"train {args.trace}", disable=not args.progress)
 
     def run(jobs: list[tuple[int, int]], deterministic: bool) -> list[dict[str, Any]]:
