@@ -256,3 +256,16 @@ def test_successful_solve_leaves_no_files(monkeypatch: pytest.MonkeyPatch, tmp_p
     res = milp_placer(_two_job_context(), np.array([0, 1]), time_limit=SOLVE_S)
     assert res.solver == "milp"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_unwritable_temporary_directory_falls_back_to_greedy(monkeypatch: pytest.MonkeyPatch,
+                                                             tmp_path: Any) -> None:
+    """CBC needs files; with no usable temporary directory the placement is greedy's and counted, not an
+    exception that would cost the daemon its whole cycle."""
+    from rltune_daemon.placement import milp
+
+    _temp_into(monkeypatch, tmp_path / "gone")
+    milp.reset_fallback_counts()
+    res = _milp_placer(_two_job_context(), np.array([0, 1]), time_limit=SOLVE_S)
+    assert res.solver == "greedy" and res.fallback.startswith("solver-error")
+    assert milp.fallback_counts()["solver-error"] == 1

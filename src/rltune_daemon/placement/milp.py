@@ -210,8 +210,8 @@ def solve(problem: Problem, opts: MilpOptions) -> list[int]:
     t0 = time.perf_counter()
     try:
         _solve_lp(prob, opts)
-    except pulp.PulpSolverError as err:
-        raise SolveError("solver-error", str(err)) from err
+    except (pulp.PulpSolverError, OSError) as err:  # OSError: no writable temporary directory, no CBC binary
+        raise SolveError("solver-error", str(err) or type(err).__name__) from err
     spent = time.perf_counter() - t0
     status, sol = int(prob.status), int(prob.sol_status)
     if status == pulp.LpStatusOptimal and sol == pulp.LpSolutionOptimal:
