@@ -139,6 +139,13 @@ if [ -n "${TAIL:-}" ]; then
       --out "docs/results/train-tail/$t-previous-heldout"
   done
 fi
+# Philly with tail validation (TAIL_TRAIN=1; rule written before the run: docs/results/philly-tail-val/RULE.md).
+if [ -n "${TAIL_TRAIN:-}" ]; then
+  "$RLTUNE" train --trace philly --base sjf --minutes "${LONG_MINUTES:-30}" --seed 0 --episode-jobs 1024 \
+    --warm-start 16 --validation tail --out docs/results/philly-tail-val/model
+  "$RLTUNE" evaluate --trace philly --policies rltune:docs/results/philly-tail-val/model --split train-tail \
+    --windows 30 --window-size 1024 --seed 0 --out docs/results/philly-tail-val/train-tail
+fi
 # Retraining a shipped model (RETRAIN="helios philly ..."): the same training command into models-new/, then
 # judged against the shipped model on 30 training-split windows (the shipped one's run is
 # guard-stretch/train-<t>-x2). The one with lower BSLD and wait goes to models/ (copied by hand), and the
