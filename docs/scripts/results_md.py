@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from functools import cache
 from pathlib import Path
 
 from rltune_daemon.evaluate.report import hurt_table, window_wins
@@ -219,23 +220,39 @@ SHIPPED_SETTINGS = {"split": "train", "windows": 30, "window_size": 1024, "seed"
                     "react": 5.0, "interval": 60.0, "milp": True, "pure": False, "estimates": "user"}
 
 
+@cache
+def all_runs() -> tuple[dict, ...]:  # type: ignore[type-arg]
+    """Every results.json under docs/results/, in path order (read once)."""
+    return tuple(json.loads(p.read_text()) for p in sorted(ROOT.glob("**/results.json")))
+
+
+def shipped_settings(cfg: dict, ignore: tuple[str, ...] = ()) -> bool:  # type: ignore[type-arg]
+    """True when a run's config has the shipped settings (``SHIPPED_SETTINGS``, except ``ignore``)."""
+    return all(cfg.get(k) == v for k, v in SHIPPED_SETTINGS.items() if k not in ignore)
+
+
+def shipped_models() -> list[tuple[str, dict, str]]:  # type: ignore[type-arg]
+    """(directory name, manifest, actor hash) of each shipped model with the full features."""
+    out = []
+    for manifest in sorted((REPO / "models").glob("*/manifest.json")):
+        m = json.loads(manifest.read_text())
+        if m.get("features", "sampled") == "sampled":
+            out.append((manifest.parent.name, m, digest(manifest.parent / "actor.pt")))
+    return out
+
+
 def model_vs_base() -> None:
     """Each shipped model against its base policy applied by the daemon, on the same 30 training-split
     windows with the shipped settings: whether the model helps can be known without the held-out tail."""
-    runs = [r for r in (json.loads(p.read_text()) for p in sorted(ROOT.glob("**/results.json")))
-            if all(r["config"].get(k) == v for k, v in SHIPPED_SETTINGS.items())]
+    runs = [r for r in all_runs() if shipped_settings(r["config"])]
     rows = []
-    for manifest in sorted((REPO / "models").glob("*/manifest.json")):
-        m = json.loads(manifest.read_text())
-        if m.get("features", "sampled") != "sampled":
-            continue
-        actor = digest(manifest.parent / "actor.pt")
+    for name, m, actor in shipped_models():
         mine = next((r for r in runs if r["config"]["trace"] == m["trace"] and any(
             i["actor_sha256"] == actor for i in r["config"].get("models", {}).values())), None)
         base = next((r for r in runs if r["config"]["trace"] == m["trace"]
                      and f"daemon:{m['base_policy']}" in r["policies"]), None)
         if mine and base:
-            rows.append((manifest.parent.name, m["base_policy"], mine, base))
+            rows.append((name, m["base_policy"], mine, base))
     if not rows:
         return
     print("## Does the model beat its base policy? (training-split windows)\n")
@@ -259,12 +276,11 @@ def bsld_by_split(trace: str, entity: str) -> dict[str, float]:
     """Mean BSLD of ``entity`` (an actor hash, or ``daemon:<base>``) on ``trace`` for each split, from any
     run with the shipped settings (first found, in path order)."""
     out: dict[str, float] = {}
-    for path in sorted(ROOT.glob("**/results.json")):
-        r = json.loads(path.read_text())
+    for r in all_runs():
         cfg = r["config"]
         split = cfg.get("split", "held-out")
-        if cfg["trace"] != trace or split in out or SPLITS.get(split) != cfg.get("windows") or any(
-                cfg.get(k) != v for k, v in SHIPPED_SETTINGS.items() if k not in ("split", "windows")):
+        if cfg["trace"] != trace or split in out or SPLITS.get(split) != cfg.get("windows") or \
+                not shipped_settings(cfg, ignore=("split", "windows")):
             continue
         names = {n for n, i in cfg.get("models", {}).items() if i["actor_sha256"] == entity} or (
             {entity} & set(r["policies"]))
@@ -277,11 +293,8 @@ def temporal_validation() -> None:
     """Does the training part's tail order models as the held-out tail does? (rule in
     docs/results/train-tail/RULE.md, written before the runs)."""
     rows = []
-    for manifest in sorted((REPO / "models").glob("*/manifest.json")):
-        m = json.loads(manifest.read_text())
-        if m.get("features", "sampled") != "sampled":
-            continue
-        t, mine = m["trace"], digest(manifest.parent / "actor.pt")
+    for model, m, mine in shipped_models():
+        t = m["trace"]
         others = [(f"`daemon:{m['base_policy']}`", f"daemon:{m['base_policy']}")]
         prev = next(iter(sorted((ROOT / "train-tail" / "previous").glob(f"{t}-*"))), None)
         if prev is not None and (prev / "actor.pt").is_file():
@@ -289,7 +302,7 @@ def temporal_validation() -> None:
         for label, other in others:
             a, b = bsld_by_split(t, mine), bsld_by_split(t, other)
             if all(k in a and k in b for k in SPLITS):
-                rows.append((f"`{manifest.parent.name}`", label, a, b))
+                rows.append((f"`{model}`", label, a, b))
     if not rows:
         return
     print("## Which windows predict the held-out result? (temporal validation)\n")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from rltune_daemon.cli.main import main
+from rltune_daemon.domain.workload import Workload
 from rltune_daemon.errors import UserError
 from rltune_daemon.evaluate import heldout_windows
 from rltune_daemon.evaluate.windows import window_starts
@@ -55,14 +56,20 @@ def test_train_split_windows_never_touch_the_held_out_tail(tmp_path: Path) -> No
     train_ids = {j.id for j in train.jobs}
     assert all({j.id for j in win.jobs} <= train_ids for win in tuning)
     assert not any({j.id for j in win.jobs} & train_ids for win in held)
-    out = tmp_path / "tune"
-    assert main(["evaluate", "--trace", "testbed", "--opt", "jobs=2000", "--windows", "2", "--window-size",
-                 "100", "--policies", "sjf", "--jobs", "1", "--split", "train", "--out", str(out)]) == 0
+    _cli_split_is_those_windows(tmp_path / "tune", "2000", "train", tuning[:2], "training part")
+
+
+def _cli_split_is_those_windows(out: Path, jobs: str, split: str, wins: list[Workload], needle: str) -> None:
+    """``rltune evaluate --split`` simulates exactly ``wins`` (SJF, 100-job windows of the testbed with
+    ``jobs`` jobs) and its report names the part with ``needle``."""
+    assert main(["evaluate", "--trace", "testbed", "--opt", f"jobs={jobs}", "--windows", str(len(wins)),
+                 "--window-size", "100", "--policies", "sjf", "--jobs", "1", "--split", split, "--out",
+                 str(out)]) == 0
     res = json.loads((out / "results.json").read_text())
-    direct = [simulate(win, make_policy("sjf")).metrics["bsld"] for win in tuning[:2]]
-    assert res["config"]["split"] == "train"
+    direct = [simulate(win, make_policy("sjf")).metrics["bsld"] for win in wins]
+    assert res["config"]["split"] == split
     assert [pw["bsld"] for pw in res["policies"]["sjf"]["per_window"]] == pytest.approx(direct)
-    assert "training part" in (out / "results.md").read_text()
+    assert needle in (out / "results.md").read_text()
 
 
 def test_train_tail_windows_sit_between_their_history_and_the_held_out_tail(tmp_path: Path) -> None:
@@ -80,14 +87,7 @@ def test_train_tail_windows_sit_between_their_history_and_the_held_out_tail(tmp_
         assert win.jobs[0].submit >= 0.0  # rebased like the held-out tail: starts from an idle cluster
     with pytest.raises(ValueError, match="part must be"):
         heldout_windows(w, 1, 100, 0, part="tail")
-    out = tmp_path / "tail"
-    assert main(["evaluate", "--trace", "testbed", "--opt", "jobs=4000", "--windows", "2", "--window-size",
-                 "100", "--policies", "sjf", "--jobs", "1", "--split", "train-tail", "--out", str(out)]) == 0
-    res = json.loads((out / "results.json").read_text())
-    direct = [simulate(win, make_policy("sjf")).metrics["bsld"] for win in tail[:2]]
-    assert res["config"]["split"] == "train-tail"
-    assert [pw["bsld"] for pw in res["policies"]["sjf"]["per_window"]] == pytest.approx(direct)
-    assert "temporal validation" in (out / "results.md").read_text()
+    _cli_split_is_those_windows(tmp_path / "tail", "4000", "train-tail", tail[:2], "temporal validation")
 
 
 def test_evaluate_parallel_equals_serial(tmp_path: Path) -> None:
