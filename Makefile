@@ -6,9 +6,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PIP := $(BIN)/pip --disable-pip-version-check -q
 DEB_PKGS := slurmctld slurmd slurm-client munge prometheus
+# only the tests need accounting (sacct for the QSSF history tests): not installed by `make demo`
+TEST_DEB_PKGS := slurmdbd mariadb-server
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: setup system-deps demo test lint typecheck unit bench clean
+.PHONY: setup system-deps test-deps debs demo test lint typecheck unit bench clean
 
 setup: $(STAMP) system-deps
 
@@ -24,8 +26,14 @@ $(STAMP): pyproject.toml constraints.txt
 # Debian packages for the real-Slurm and Prometheus integration tests and the live demo.
 # Installed only when running as root and missing; otherwise those tests are skipped with a reason.
 system-deps:
+	@$(MAKE) --no-print-directory debs PKGS="$(DEB_PKGS)"
+
+test-deps:
+	@$(MAKE) --no-print-directory debs PKGS="$(TEST_DEB_PKGS)"
+
+debs:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	  missing=""; for p in $(PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	  if [ -n "$$missing" ]; then echo "installing Debian packages:$$missing"; \
 	    export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && \
 	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi; \
@@ -43,7 +51,7 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q -n $(NPROC) -m "not slurm and not prometheus"
 
-test: setup lint typecheck
+test: setup test-deps lint typecheck
 	$(BIN)/pytest -q -n $(NPROC) --durations=15
 
 bench: $(STAMP)

@@ -15,6 +15,7 @@ them all to one worker with ``xdist_group`` does not work here: xdist 3.8 rename
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -139,18 +140,21 @@ class SlurmTestCluster:
         self.wait_for(lambda: not self.squeue("%A", extra=("-t", "PD,R,CG")), 20, "an empty queue")
 
 
-@pytest.fixture(scope="session")
-def slurm_cluster() -> Iterator[SlurmTestCluster]:
-    """Start the local Slurm cluster once per session (see module docstring)."""
+def _started(with_dbd: bool) -> Iterator[SlurmTestCluster]:
     if os.geteuid() != 0:
         pytest.skip("real-Slurm tests need root (they start slurmctld/slurmd); run them as root")
     if not slurm_installed():
         pytest.fail("Slurm packages are missing: run `make setup` "
                     "(it installs slurmctld slurmd slurm-client munge)")
-    state = Path(tempfile.mkdtemp(prefix="rlt-slurm-", dir="/tmp"))
+    dbd_programs = ("slurmdbd", "mariadbd")
+    if with_dbd and not all(shutil.which(p) or Path("/usr/sbin", p).exists() for p in dbd_programs):
+        pytest.fail("slurmdbd/MariaDB are missing: run `make test` (it installs slurmdbd mariadb-server)")
+    state = Path(tempfile.mkdtemp(prefix="rlt-slurmdbd-" if with_dbd else "rlt-slurm-", dir="/tmp"))
     cluster = LocalCluster(
         state, ctld_port=free_port_block(1), slurmd_port=free_port_block(5),
-        message_timeout=MESSAGE_TIMEOUT, test_user=TEST_USER, timeout=120,
+        message_timeout=MESSAGE_TIMEOUT, test_user=TEST_USER, timeout=120, with_dbd=with_dbd,
+        dbd_port=free_port_block(1) if with_dbd else None,
+        mysql_port=free_port_block(1) if with_dbd else None,
     )
     try:
         cluster.start()
@@ -161,6 +165,19 @@ def slurm_cluster() -> Iterator[SlurmTestCluster]:
         yield SlurmTestCluster(cluster)
     finally:
         cluster.stop(purge=True)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[SlurmTestCluster]:
+    """Start the local Slurm cluster once per session (see module docstring)."""
+    yield from _started(with_dbd=False)
+
+
+@pytest.fixture(scope="session")
+def slurmdbd_cluster() -> Iterator[SlurmTestCluster]:
+    """A second cluster with slurmdbd and a private MariaDB (accounting: sacct works), ~8 s to start;
+    started only by the tests that need accounting."""
+    yield from _started(with_dbd=True)
 
 
 @pytest.fixture(scope="module")

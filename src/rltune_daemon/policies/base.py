@@ -9,6 +9,7 @@ from typing import ClassVar, Protocol
 import numpy as np
 
 from rltune_daemon.domain.arrays import F64, I64, ClusterArrays, JobTable
+from rltune_daemon.domain.history import FinishedRuns
 
 
 class FairShareSource(Protocol):
@@ -51,6 +52,9 @@ class Policy(ABC):
 
     name: ClassVar[str]
     static: ClassVar[bool] = False
+    learns_history: ClassVar[bool] = False
+    """True when scores depend on finished runs: the daemon then feeds it ``learn_runs`` from sacct."""
+    runs_learned: int = 0
 
     @abstractmethod
     def scores(self, view: QueueView) -> F64:
@@ -59,8 +63,12 @@ class Policy(ABC):
     def observe_finish(self, table: JobTable, row: int, runtime: float) -> None:  # noqa: B027
         """Called when a job completes (history-based policies learn here)."""
 
-    def fit_history(self, table: JobTable) -> None:  # noqa: B027
+    def fit_history(self, table: JobTable) -> None:
         """Learn from finished jobs before a run (e.g. the training split for QSSF)."""
+        self.learn_runs(FinishedRuns.from_table(table))
+
+    def learn_runs(self, runs: FinishedRuns) -> None:  # noqa: B027
+        """Learn from finished runs, oldest end first (a live cluster's sacct, a trace's history)."""
 
     def describe(self) -> str:
         return self.name

@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Iterable
 from typing import Any, Protocol
 
 from rltune_daemon.domain import Snapshot
+from rltune_daemon.domain.history import FinishedRuns
 from rltune_daemon.service.config import DaemonConfig
 from rltune_daemon.slurm.assemble import ReadInfo
+from rltune_daemon.slurm.errors import SlurmError
+from rltune_daemon.slurm.history import SacctHistory
 from rltune_daemon.slurm.reader import SlurmReader
 from rltune_daemon.slurm.runner import SlurmRunner
 from rltune_daemon.slurm.writer import ApplyResult, JobUpdate, SlurmWriter
@@ -40,6 +44,14 @@ class Backend(Protocol):
 
     def summary(self) -> dict[str, Any]: ...
 
+    def finished_runs(self, rewind: bool = False) -> FinishedRuns:
+        """Jobs that ended since the previous call, for a history-based policy (QSSF); ``rewind``: the
+        whole look-back again (a new policy object). May return nothing until a refresh is due; raises
+        ``SlurmError`` when the history cannot be read (no accounting)."""
+
+
+HISTORY_RETRY_S = 600.0  # a cluster without slurmdbd is not asked every minute
+
 
 class SlurmBackend:
     """The CLI backend: ``SlurmReader`` + ``SlurmWriter`` on one runner (one call budget per cycle)."""
@@ -54,6 +66,9 @@ class SlurmBackend:
         )
         self.reader = SlurmReader(self.runner, partitions=s.partitions)
         self.writer = SlurmWriter(self.runner, timeout_base=s.timeout)
+        self.history = SacctHistory(self.runner, s.history_days)
+        self.history_every = float(cfg.interval)
+        self._history_due = 0.0  # monotonic time of the next sacct read
 
     @property
     def last(self) -> ReadInfo | None:
@@ -80,6 +95,23 @@ class SlurmBackend:
 
     def summary(self) -> dict[str, Any]:
         return {}
+
+    def finished_runs(self, rewind: bool = False) -> FinishedRuns:
+        """At most one ``sacct`` per ``interval`` (cycles triggered by queue changes come more often);
+        after a failure the next try is ``HISTORY_RETRY_S`` later."""
+        now = time.monotonic()
+        if rewind:
+            self.history.rewind()
+            self._history_due = 0.0
+        if now < self._history_due:
+            return FinishedRuns.empty()
+        try:
+            runs = self.history.read()
+        except SlurmError:
+            self._history_due = now + HISTORY_RETRY_S
+            raise
+        self._history_due = now + self.history_every
+        return runs
 
 
 class SimBackend:
@@ -125,6 +157,9 @@ class SimBackend:
 
     def summary(self) -> dict[str, Any]:
         return self.slurm.summary(baseline=self.slurm.done())
+
+    def finished_runs(self, rewind: bool = False) -> FinishedRuns:
+        return self.slurm.finished_runs(rewind)
 
 
 def make_backend(cfg: DaemonConfig) -> Backend:

@@ -113,6 +113,8 @@ class SlurmSection(_Section):
     ping_timeout: float = Field(5.0, gt=0, le=120)
     max_calls_per_cycle: int = Field(16, ge=8, le=1000, description="RPC budget of one cycle")
     partitions: Names = Field((), description="only these partitions (empty: all)")
+    history_days: float = Field(14.0, gt=0, le=365, description=(
+        "days of finished jobs (sacct) a history-based base policy (qssf) learns from at start"))
 
     @field_validator("partitions", mode="before")
     @classmethod

@@ -65,11 +65,14 @@ def render(table: Sequence[tuple[str, ...]], headers: Sequence[str] = HEADERS) -
 
 
 def report(plan: Plan, snapshot: Snapshot, decision: Decision, *, policy: str, fallback: str,
-           display: Mapping[str, str] | None = None, writes: int = 0) -> str:
-    """Banner + table + footer, as printed by ``rltune-daemon --dry-run``."""
+           display: Mapping[str, str] | None = None, writes: int = 0, history: str = "") -> str:
+    """Banner + table + footer, as printed by ``rltune-daemon --dry-run``. ``history``: what a
+    history-based policy (QSSF) learned from, or why it has nothing ("!" first: said as a warning)."""
     parts: list[str] = []
     if fallback:
         parts.append(f"!!! FALLBACK: {fallback} !!!")
+    if history:
+        parts.append(f"!!! {history[1:]} !!!" if history.startswith("!") else history)
     changed = len({c.job_id for c in decision.changes})
     parts.append(
         f"rltune-daemon dry run: policy {policy}, {len(snapshot.pending)} pending, {len(plan.entries)} "

@@ -21,10 +21,11 @@ from rltune_daemon.domain import Plan, Snapshot
 from rltune_daemon.errors import UserError
 from rltune_daemon.planner import plan as make_plan
 from rltune_daemon.planner.plan import PlannerMemory
+from rltune_daemon.policies.base import Policy
 from rltune_daemon.policies.registry import make_policy
 from rltune_daemon.service import dryrun
 from rltune_daemon.service.applier import Applier, Decision, Settled
-from rltune_daemon.service.backends import Backend
+from rltune_daemon.service.backends import HISTORY_RETRY_S, Backend
 from rltune_daemon.service.config import DaemonConfig
 from rltune_daemon.service.metrics import Metrics
 from rltune_daemon.service.notify import Notifier
@@ -117,6 +118,9 @@ class Daemon:
         self.cycle_no = 0
         self.trigger = "start"
         self._watch_failing = False
+        self._history_for: Policy | None = None  # the policy object sacct history was fed to
+        self._history_failing = False
+        self.history_note = ""  # for the dry-run banner
         self.last_plan: Plan | None = None
         self.stop_signal: int | None = None
         self._saved = self._fingerprint()
@@ -149,6 +153,36 @@ class Daemon:
         self.metrics.errors.labels("policy").inc()
         self._publish_policy()
         self.announce()
+
+    def _learn_history(self, rep: CycleReport) -> None:
+        """Feed finished runs to a history-based policy (QSSF). Without them it still orders jobs,
+        by requested time, so a failure is said once (and counted), never a skipped cycle."""
+        policy = self.choice.policy
+        if not policy.learns_history:
+            return
+        rewind = policy is not self._history_for
+        self._history_for = policy
+        try:
+            runs = self.backend.finished_runs(rewind)
+        except SlurmError as err:
+            self.metrics.errors.labels("history").inc()
+            if not self._history_failing:
+                self.log.warning("history_unavailable", cycle=rep.cycle, policy=policy.name, error=str(err),
+                                 effect=f"{policy.name} predicts from requested times for users without "
+                                        f"history; retried every {HISTORY_RETRY_S / 60:g} minutes")
+            self._history_failing = True
+            self.history_note = (f"!{policy.name} has no run history ({err}): it predicts from requested "
+                                 "times; history needs Slurm accounting (slurmdbd)")
+            return
+        policy.learn_runs(runs)
+        source = (f"sacct, look-back {self.cfg.slurm.history_days:g} days" if self.backend.name == "slurm"
+                  else "jobs the simulator finished")
+        self.history_note = f"{policy.name} history: {policy.runs_learned} finished run(s) learned ({source})"
+        self.metrics.history_runs.set(policy.runs_learned)
+        if self._history_failing or rewind:
+            self.log.info("history", cycle=rep.cycle, policy=policy.name, new_runs=len(runs),
+                          runs=policy.runs_learned)
+        self._history_failing = False
 
     # ---- one cycle ------------------------------------------------------------------------------
 
@@ -208,6 +242,7 @@ class Daemon:
         self.metrics.observe_snapshot(snap)
         for note in self.applier.reconcile(self.state, snap, unknown):
             self.log.warning("reconcile", cycle=rep.cycle, note=note)
+        self._learn_history(rep)
         plan_snap = self.applier.planning_snapshot(self.state, snap)
         fallbacks_before = self.placer.fallbacks
         try:
@@ -277,7 +312,8 @@ class Daemon:
     def _print_dry_run(self, the_plan: Plan, snap: Snapshot, decision: Decision, display: dict[str, str],
                        result: ApplyResult) -> None:
         text = dryrun.report(the_plan, snap, decision, policy=self.choice.label,
-                             fallback=self.choice.fallback, display=display, writes=len(result.lines))
+                             fallback=self.choice.fallback, display=display, writes=len(result.lines),
+                             history=self.history_note if self.choice.policy.learns_history else "")
         print(text, file=self.out, flush=True)
         for row in dryrun.rows(the_plan, snap, decision, display):
             if row[5].endswith("*") or row[6].startswith(("->", "hint")):

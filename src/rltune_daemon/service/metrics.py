@@ -15,7 +15,7 @@ from rltune_daemon.domain import Snapshot
 from rltune_daemon.errors import UserError
 
 ERROR_KINDS = ("controller_down", "timeout", "permission", "parse", "call_budget", "slurm", "plan",
-               "policy", "state", "update_failed", "update_unknown", "internal")
+               "policy", "state", "update_failed", "update_unknown", "history", "internal")
 HINT_ACTIONS = ("set", "cleared", "expired")
 CYCLE_OUTCOMES = ("applied", "dry_run", "skipped")
 QUEUE_CHECK_RESULTS = ("changed", "unchanged", "error")
@@ -72,6 +72,9 @@ class Metrics:
                                       registry=r)
         self.managed_jobs = Gauge("rltune_managed_jobs", "Jobs with a change recorded in the state file",
                                   registry=r)
+        self.history_runs = Gauge("rltune_history_runs",
+                                  "Finished runs (sacct) a history-based policy (qssf) has learned; 0: it "
+                                  "predicts from requested times", registry=r)
         self.last_cycle = Gauge("rltune_last_cycle_timestamp_seconds",
                                 "Unix time of the last completed cycle (stall alarm)", registry=r)
         for kind in ERROR_KINDS:

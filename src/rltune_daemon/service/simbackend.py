@@ -19,6 +19,7 @@ import numpy as np
 
 from rltune_daemon.domain import PendingState, Snapshot, Workload
 from rltune_daemon.domain.arrays import I64
+from rltune_daemon.domain.history import FinishedRuns
 from rltune_daemon.policies.base import QueueView
 from rltune_daemon.policies.multifactor import Multifactor
 from rltune_daemon.sim.config import SimConfig
@@ -62,6 +63,7 @@ class SimSlurm:
         self.exc: dict[int, tuple[str, ...]] = {}
         self.node_index = {n: i for i, n in enumerate(self.sim.cl.names)}
         self._last: ReadInfo | None = None
+        self._reported = np.zeros(len(jobs), dtype=np.bool_)  # finished runs already handed out
         if jobs:
             self.sim.now = float(jobs[0].submit)
             self.advance_to(self.sim.now)
@@ -168,6 +170,18 @@ class SimSlurm:
             self.sim.clear_hint(row)
         else:
             self.sim.set_hint(row, np.array(sorted(self.node_index[n] for n in allowed), dtype=np.int64))
+
+    def finished_runs(self, rewind: bool = False) -> FinishedRuns:
+        """Jobs finished since the previous call (``rewind``: every finished job), as sacct gives
+        them on a cluster: runtime and end as the simulator ran them."""
+        sim = self.sim
+        if rewind:
+            self._reported[:] = False
+        rows = np.flatnonzero(~np.isnan(sim.end) & ~self._reported).astype(np.int64)
+        self._reported[rows] = True
+        t = sim.table
+        return FinishedRuns(tuple(t.ids[r] for r in rows), tuple(t.users[t.user[r]] for r in rows),
+                            t.gpus[rows].astype(np.int64), sim.end[rows] - sim.start[rows], sim.end[rows])
 
     # ---- results ---------------------------------------------------------------------------------
 

@@ -90,6 +90,8 @@ class LocalCluster:
     slurmd_port: int | None = None
     message_timeout: int | None = None
     with_dbd: bool = False
+    dbd_port: int | None = None
+    mysql_port: int | None = None
     test_user: str | None = "rltuser"
     link_etc: bool = False
     timeout: float = 300.0
@@ -119,6 +121,8 @@ class LocalCluster:
             ("RLTUNE_SLURM_PORT", self.ctld_port),
             ("RLTUNE_SLURMD_PORT", self.slurmd_port),
             ("RLTUNE_SLURM_MESSAGE_TIMEOUT", self.message_timeout),
+            ("RLTUNE_SLURMDBD_PORT", self.dbd_port),
+            ("RLTUNE_SLURM_MYSQL_PORT", self.mysql_port),
         ):
             if value is not None:
                 env[key] = str(value)

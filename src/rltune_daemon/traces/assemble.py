@@ -42,6 +42,8 @@ class RawJobs:
     account: list[str] | None = None
     partition: list[str] | None = None
     qos: list[str] | None = None
+    start: F64 | None = None
+    """Absolute start times where the log has them (sacct): live QSSF history orders runs by end."""
     dropped: dict[str, int] = field(default_factory=dict)
     notes: dict[str, int] = field(default_factory=dict)
     """Counts that are not drops (steps skipped, ids renamed, GPUs rounded up); copied into ``meta``."""
@@ -78,6 +80,7 @@ def subset(raw: RawJobs, idx: I64) -> RawJobs:
         account=pick(raw.account),
         partition=pick(raw.partition),
         qos=pick(raw.qos),
+        start=take(raw.start),
         dropped=dict(raw.dropped),
         notes=dict(raw.notes),
     )

@@ -73,6 +73,7 @@ def parse(text: str, path: str) -> tuple[RawJobs, str]:
 
     ids: list[str] = []
     submit: list[float] = []
+    started: list[float] = []
     runtime: list[float] = []
     limit: list[float] = []
     gpus: list[int] = []
@@ -127,6 +128,7 @@ def parse(text: str, path: str) -> tuple[RawJobs, str]:
             continue
         ids.append(jid)
         submit.append(sub)
+        started.append(start)
         runtime.append(end - start)
         limit.append(lim)
         gpus.append(g)
@@ -156,6 +158,7 @@ def parse(text: str, path: str) -> tuple[RawJobs, str]:
         account=account,
         partition=part,
         qos=qos,
+        start=np.array(started, dtype=np.float64),
         dropped={"never_started": never, "still_running": running},
     )
     raw.notes.update(job_steps_skipped=steps, renamed_duplicate_ids=renamed)
