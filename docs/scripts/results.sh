@@ -146,6 +146,14 @@ if [ -n "${TAIL_TRAIN:-}" ]; then
   "$RLTUNE" evaluate --trace philly --policies rltune:docs/results/philly-tail-val/model --split train-tail \
     --windows 30 --window-size 1024 --seed 0 --out docs/results/philly-tail-val/train-tail
 fi
+# QSSF with its run history as the daemon's base policy (QSSF_BASE=1; docs/results/philly-qssf-base/RULE.md):
+# chosen on the training part's tail, then reported once on the held-out windows.
+if [ -n "${QSSF_BASE:-}" ]; then
+  "$RLTUNE" evaluate --split train-tail --windows 30 --window-size 1024 --seed 0 --trace philly \
+    --policies daemon:sjf,daemon:qssf,qssf,sjf --out docs/results/philly-qssf-base/train-tail
+  "$RLTUNE" evaluate --windows 10 --window-size 1024 --seed 0 --trace philly \
+    --policies daemon:sjf,daemon:qssf,qssf --out docs/results/philly-qssf-base/heldout
+fi
 # Retraining a shipped model (RETRAIN="helios philly ..."): the same training command into models-new/, then
 # judged against the shipped model on 30 training-split windows (the shipped one's run is
 # guard-stretch/train-<t>-x2). The one with lower BSLD and wait goes to models/ (copied by hand), and the

@@ -329,6 +329,27 @@ def temporal_validation() -> None:
           f"{len(rows)}.\n")
 
 
+def qssf_history() -> None:
+    """QSSF as the daemon's base policy now that a live daemon feeds it sacct history: chosen on the
+    training part's tail (rule: docs/results/philly-qssf-base/RULE.md), then reported on held-out."""
+    tail, held = load("philly-qssf-base/train-tail"), load("philly-qssf-base/heldout")
+    if tail is None or held is None:
+        return
+    print("## QSSF with its run history as the daemon's base policy (philly)\n")
+    print("A live daemon with `base_policy = \"qssf\"` learns finished runs from sacct (docs/operations.md, "
+          "\"QSSF on a live cluster\"); `daemon:qssf` is that, simulated (history: the training part, then "
+          "every finished job). Rule, written before the held-out run: "
+          "[RULE.md](results/philly-qssf-base/RULE.md). Commands: "
+          f"`{tail['config']['command']}`; `{held['config']['command']}`\n")
+    print("| policy | BSLD, tail (choice) | wait (s), tail | BSLD, held-out (report) | wait (s), held-out |")
+    print("|---|---|---|---|---|")
+    for name, m in tail["policies"].items():
+        h = held["policies"].get(name)
+        hb, hw = (f"{h['bsld']:.2f}", f"{h['wait_mean']:.0f}") if h else ("-", "-")
+        print(f"| `{name}` | {m['bsld']:.2f} | {m['wait_mean']:.0f} | {hb} | {hw} |")
+    print()
+
+
 def main() -> int:
     if "--summary" in sys.argv:
         summary()
@@ -395,6 +416,7 @@ def main() -> int:
     model_choice()
     model_vs_base()
     temporal_validation()
+    qssf_history()
     variant_table("MILP vs greedy placement (philly, the same learned actor)", "", ("mode", "placement"),
                   [("philly-event", "event", "MILP"), ("philly-greedy-event", "event", "greedy"),
                    ("philly-noguard", "daemon, guard off", "MILP"),

@@ -97,6 +97,16 @@ def test_check_config_prints_the_effective_config(tmp_path: Path) -> None:
     assert '"top_k": 5' in res.stdout and '"base_policy": "wfp3"' in res.stdout
     assert "policy: FALLBACK to wfp3" in res.stdout and "config OK" in res.stdout
     assert f"state file: {tmp_path}/s.json (writable)" in res.stdout
+    assert "history:" not in res.stdout  # wfp3 learns nothing from sacct
+
+
+def test_check_config_says_where_qssf_history_comes_from(tmp_path: Path) -> None:
+    res = _cli("--check-config", env={"RLTUNE_BASE_POLICY": "qssf", "RLTUNE_SLURM__HISTORY_DAYS": "30",
+                                      "RLTUNE_STATE_FILE": f"{tmp_path}/s.json"})
+    assert res.returncode == 0, res.stderr
+    assert "history: qssf learns finished runs from sacct (last 30 days, needs slurmdbd" in res.stdout
+    bad = _cli("--check-config", env={"RLTUNE_SLURM__HISTORY_DAYS": "0"})
+    assert bad.returncode == 2 and "history_days" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_bad_config_is_one_line_exit_2_and_nothing_runs(tmp_path: Path) -> None:
