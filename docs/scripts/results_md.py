@@ -350,6 +350,36 @@ def qssf_history() -> None:
     print()
 
 
+def history_input() -> None:
+    """Philly retrained with the run-history input (``hist_time``), judged on the training part's tail
+    against the shipped model (rule: docs/results/philly-hist/RULE.md), then reported on held-out."""
+    runs = [("train-tail/philly", None), ("philly-qssf-base/train-tail", "daemon:qssf"),
+            ("philly-hist/train-tail", None), ("philly-hist/train-tail-qssf", None)]
+    loaded = [(load(name), only) for name, only in runs]
+    if any(res is None for res, _ in loaded[2:]):
+        return
+    held = load("philly-hist/heldout")
+    print("## Run history as an actor input (philly)\n")
+    print("Two 30-minute runs with the 9th input `hist_time` (docs/features.md): base SJF (the shipped "
+          "model's command unchanged) and base QSSF (which the actor can now imitate). Rule, written "
+          "before the runs: [RULE.md](results/philly-hist/RULE.md). Tail = the training part's last 10 %, "
+          "30 x 1024 jobs, seed 0 (the choice); held-out = 10 x 1024 (the report). Commands: "
+          + "; ".join(f"`{res['config']['command']}`" for res, _ in loaded if res is not None)
+          + (f"; `{held['config']['command']}`" if held else "") + "\n")
+    print("| policy | BSLD, tail | wait (s), tail | BSLD, held-out | wait (s), held-out |")
+    print("|---|---|---|---|---|")
+    for res, only in loaded:
+        assert res is not None
+        for name, m in res["policies"].items():
+            if (only and name != only) or name.startswith("rltune:/tmp"):
+                continue
+            h = (held or {}).get("policies", {}).get(name)
+            hb, hw = (f"{h['bsld']:.2f}", f"{h['wait_mean']:.0f}") if h else ("-", "-")
+            label = f"`{name}`" + (EARLIER if earlier(res) and name.startswith("rltune:models/") else "")
+            print(f"| {label} | {m['bsld']:.2f} | {m['wait_mean']:.0f} | {hb} | {hw} |")
+    print()
+
+
 def main() -> int:
     if "--summary" in sys.argv:
         summary()
@@ -417,6 +447,7 @@ def main() -> int:
     model_vs_base()
     temporal_validation()
     qssf_history()
+    history_input()
     variant_table("MILP vs greedy placement (philly, the same learned actor)", "", ("mode", "placement"),
                   [("philly-event", "event", "MILP"), ("philly-greedy-event", "event", "greedy"),
                    ("philly-noguard", "daemon, guard off", "MILP"),
