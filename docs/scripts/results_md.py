@@ -289,11 +289,25 @@ def bsld_by_split(trace: str, entity: str) -> dict[str, float]:
     return out
 
 
+def studied_models() -> list[tuple[str, dict, str]]:  # type: ignore[type-arg]
+    """The shipped models as they were when the temporal-validation study ran: a model replaced since
+    is read from its copy in train-tail/studied/ and labelled as the earlier model."""
+    out = []
+    for name, m, actor in shipped_models():
+        old = ROOT / "train-tail" / "studied" / name
+        if (old / "actor.pt").is_file():
+            manifest = json.loads((old / "manifest.json").read_text())
+            out.append((name + EARLIER, manifest, digest(old / "actor.pt")))
+        else:
+            out.append((name, m, actor))
+    return out
+
+
 def temporal_validation() -> None:
     """Does the training part's tail order models as the held-out tail does? (rule in
     docs/results/train-tail/RULE.md, written before the runs)."""
     rows = []
-    for model, m, mine in shipped_models():
+    for model, m, mine in studied_models():
         t = m["trace"]
         others = [(f"`daemon:{m['base_policy']}`", f"daemon:{m['base_policy']}")]
         prev = next(iter(sorted((ROOT / "train-tail" / "previous").glob(f"{t}-*"))), None)
@@ -302,7 +316,8 @@ def temporal_validation() -> None:
         for label, other in others:
             a, b = bsld_by_split(t, mine), bsld_by_split(t, other)
             if all(k in a and k in b for k in SPLITS):
-                rows.append((f"`{model}`", label, a, b))
+                shown = f"`{model.removesuffix(EARLIER)}`" + (EARLIER if model.endswith(EARLIER) else "")
+                rows.append((shown, label, a, b))
     if not rows:
         return
     print("## Which windows predict the held-out result? (temporal validation)\n")
@@ -347,6 +362,36 @@ def qssf_history() -> None:
         h = held["policies"].get(name)
         hb, hw = (f"{h['bsld']:.2f}", f"{h['wait_mean']:.0f}") if h else ("-", "-")
         print(f"| `{name}` | {m['bsld']:.2f} | {m['wait_mean']:.0f} | {hb} | {hw} |")
+    print()
+
+
+def history_input() -> None:
+    """Philly retrained with the run-history input (``hist_time``), judged on the training part's tail
+    against the shipped model (rule: docs/results/philly-hist/RULE.md), then reported on held-out."""
+    runs = [("train-tail/philly", None), ("philly-qssf-base/train-tail", "daemon:qssf"),
+            ("philly-hist/train-tail", None), ("philly-hist/train-tail-qssf", None)]
+    loaded = [(load(name), only) for name, only in runs]
+    if any(res is None for res, _ in loaded[2:]):
+        return
+    held = load("philly-hist/heldout")
+    print("## Run history as an actor input (philly)\n")
+    print("Two 30-minute runs with the 9th input `hist_time` (docs/features.md): base SJF (the shipped "
+          "model's command unchanged) and base QSSF (which the actor can now imitate). Rule, written "
+          "before the runs: [RULE.md](results/philly-hist/RULE.md). Tail = the training part's last 10 %, "
+          "30 x 1024 jobs, seed 0 (the choice); held-out = 10 x 1024 (the report). Commands: "
+          + "; ".join(f"`{res['config']['command']}`" for res, _ in loaded if res is not None)
+          + (f"; `{held['config']['command']}`" if held else "") + "\n")
+    print("| policy | BSLD, tail | wait (s), tail | BSLD, held-out | wait (s), held-out |")
+    print("|---|---|---|---|---|")
+    for res, only in loaded:
+        assert res is not None
+        for name, m in res["policies"].items():
+            if (only and name != only) or name.startswith("rltune:/tmp"):
+                continue
+            h = (held or {}).get("policies", {}).get(name)
+            hb, hw = (f"{h['bsld']:.2f}", f"{h['wait_mean']:.0f}") if h else ("-", "-")
+            label = f"`{name}`" + (EARLIER if earlier(res) and name.startswith("rltune:models/") else "")
+            print(f"| {label} | {m['bsld']:.2f} | {m['wait_mean']:.0f} | {hb} | {hw} |")
     print()
 
 
@@ -406,7 +451,8 @@ def main() -> int:
             print(hurt_table(judged) + "\n")
     variant_table("Ablation (philly): naive vs full",
                   "naive = the 5 raw job columns, no engineered features or sampling, no MILP; full = the 17 "
-                  "features sampled to 8 + the MILP over the top 16.", ("variant", "mode"),
+                  "features (and, for the current Philly model, `hist_time`) sampled to 8 (9) + the MILP "
+                  "over the top 16.", ("variant", "mode"),
                   [("philly-naive", "naive `{name}`", "daemon"), ("philly", "full `{name}`", "daemon"),
                    ("philly-naive-event", "naive `{name}`", "event"),
                    ("philly-event", "full `{name}`", "event")])
@@ -417,6 +463,7 @@ def main() -> int:
     model_vs_base()
     temporal_validation()
     qssf_history()
+    history_input()
     variant_table("MILP vs greedy placement (philly, the same learned actor)", "", ("mode", "placement"),
                   [("philly-event", "event", "MILP"), ("philly-greedy-event", "event", "greedy"),
                    ("philly-noguard", "daemon, guard off", "MILP"),

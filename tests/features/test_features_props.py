@@ -19,7 +19,7 @@ from rltune_daemon.policies.base import QueueView
 def test_finite_bounded_fixed_width(view: QueueView) -> None:
     fs = features.build(view)
     n = len(view.idx)
-    assert fs.raw.shape == (n, 17) and fs.actor.shape == (n, 8) and fs.critic.shape == (n, 5)
+    assert fs.raw.shape == (n, 18) and fs.actor.shape == (n, 9) and fs.critic.shape == (n, 5)
     for m in (fs.raw, fs.actor, fs.critic):
         assert m.dtype == np.float32 and np.isfinite(m).all()
     assert fs.raw.min() >= -1.0 and fs.raw.max() <= 5.0
@@ -61,7 +61,7 @@ def test_empty_queue_and_missing_cluster() -> None:
 
     v = view_of([NodeSpec("n0", "a", 8, 8, 8000)], [], [])
     fs = features.build(v)
-    assert fs.raw.shape == (0, 17) and fs.actor.shape == (0, 8) and fs.critic.shape == (0, 5)
+    assert fs.raw.shape == (0, 18) and fs.actor.shape == (0, 9) and fs.critic.shape == (0, 5)
     try:
         features.raw_features(QueueView(v.table, v.idx, v.now, None))
     except ValueError as err:

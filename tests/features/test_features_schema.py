@@ -15,16 +15,16 @@ import pytest
 from rltune_daemon import features
 from rltune_daemon.features.schema import ACTOR_SLOTS, CRITIC_SLOTS, FEATURES, Norm, schema_hash
 
-PINNED = "a62a33768c8027f1"  # update deliberately: every trained model's manifest stores this value
+PINNED = "a1fab8c3b81c4d6f"  # update deliberately: every trained model's manifest stores this value
 
 
 def test_api_shape() -> None:
-    assert len(features.FEATURE_NAMES) == 17 and len(set(features.FEATURE_NAMES)) == 17
-    assert (features.ACTOR_DIM, features.CRITIC_DIM) == (8, 5)
+    assert len(features.FEATURE_NAMES) == 18 and len(set(features.FEATURE_NAMES)) == 18
+    assert (features.ACTOR_DIM, features.CRITIC_DIM) == (9, 5)
     s = features.schema()
     json.dumps(s)  # JSON-ready for the manifest
     assert s["hash"] == features.SCHEMA_HASH and s["names"] == list(features.FEATURE_NAMES)
-    assert len(s["actor_slots"]) == 8 and len(s["critic_slots"]) == 5
+    assert len(s["actor_slots"]) == 9 and len(s["critic_slots"]) == 5
 
 
 def test_hash_is_pinned_and_stable_across_processes() -> None:
@@ -51,7 +51,9 @@ def _swap(i: int, **changes: object) -> tuple[features.schema.FeatureSpec, ...]:
     lambda: (FEATURES[1:] + FEATURES[:1], ACTOR_SLOTS, CRITIC_SLOTS),  # order
     lambda: (FEATURES, (dataclasses.replace(ACTOR_SLOTS[0], threshold=0.4), *ACTOR_SLOTS[1:]), CRITIC_SLOTS),
     lambda: (FEATURES, ACTOR_SLOTS, CRITIC_SLOTS[::-1]),
-], ids=["name", "normalisation", "params", "urgency-weights", "order", "actor-rule", "critic-order"])
+    lambda: (_swap(17, params=(("window", 5.0), ("recent", 200.0))), ACTOR_SLOTS, CRITIC_SLOTS),
+], ids=["name", "normalisation", "params", "urgency-weights", "order", "actor-rule", "critic-order",
+        "history-window"])
 def test_hash_changes_with_schema(variant) -> None:  # type: ignore[no-untyped-def]
     assert schema_hash(*variant()) != features.SCHEMA_HASH
 

@@ -98,7 +98,7 @@ def test_normalised_examples(fs: features.FeatureSet) -> None:
     assert col(fs.raw, "req_gpus")[0] == pytest.approx(math.log1p(1) / math.log1p(64), rel=1e-6)
     assert col(fs.raw, "req_time")[0] == pytest.approx(math.log1p(60) / math.log1p(604800 / 60), rel=1e-6)
     assert col(fs.raw, "future_availability") == pytest.approx([0.6, 0.375, 0.125, -0.125, 0, 0.5], rel=1e-6)
-    assert fs.raw.dtype == np.float32 and fs.raw.shape == (6, 17)
+    assert fs.raw.dtype == np.float32 and fs.raw.shape == (6, 18)
     assert fs.actor.shape == (6, features.ACTOR_DIM) and fs.critic.shape == (6, features.CRITIC_DIM)
 
 

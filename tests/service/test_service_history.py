@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import subprocess
 import sys
 from collections.abc import Collection, Iterable
@@ -91,6 +92,40 @@ def test_sim_daemon_feeds_qssf_every_finished_job(tmp_path: Path) -> None:
     assert d.metrics.registry.get_sample_value("rltune_history_runs") == learned
     d.cycle()
     assert d.choice.policy.runs_learned == finished  # every finished job exactly once
+
+
+def test_a_model_with_the_history_input_is_fed_like_qssf(tmp_path: Path) -> None:
+    """A 9-input model (``hist_time``) learns the finished runs; an 8-input one is never asked for them."""
+    import torch
+
+    from rltune_daemon.features import ACTOR_DIM
+    from rltune_daemon.features.schema import LEGACY_ACTOR_DIM
+    from rltune_daemon.train.export import export_model
+    from rltune_daemon.train.network import Actor
+    from rltune_daemon.train.ppo import TrainArgs
+
+    learned = {}
+    for dim in (ACTOR_DIM, LEGACY_ACTOR_DIM):
+        torch.manual_seed(0)
+        out = tmp_path / f"m{dim}"
+        out.mkdir()
+        export_model(Actor(dim), TrainArgs(trace="testbed", out=out, heldout_windows=0), 0.0, [], {})
+        if dim == LEGACY_ACTOR_DIM:  # as a model trained before hist_time: 8 inputs, the old hash
+            mf = json.loads((out / "manifest.json").read_text())
+            mf.update(input_dim=LEGACY_ACTOR_DIM, schema_hash="a62a33768c8027f1")
+            (out / "manifest.json").write_text(json.dumps(mf))
+        (tmp_path / f"c{dim}").mkdir()
+        cfg = config(tmp_path / f"c{dim}", model=str(out), backend="sim", sim__jobs=120, sim__speedup=0)
+        backend = SimBackend(cfg)
+        d = _daemon(cfg, backend)
+        assert not d.choice.fallback, d.choice.fallback
+        for _ in range(30):
+            d.cycle()
+            backend.tick(cfg.interval)
+        d.cycle()
+        learned[dim] = (d.choice.policy.runs_learned, int(np.count_nonzero(~np.isnan(backend.slurm.sim.end))))
+    assert learned[ACTOR_DIM][0] == learned[ACTOR_DIM][1] > 0
+    assert learned[LEGACY_ACTOR_DIM][0] == 0
 
 
 class _NoAccounting:

@@ -172,7 +172,7 @@ def test_learned_controller_plans_with_the_simulators_effects(tmp_path: Path) ->
     from rltune_daemon.traces import load_workload
     from rltune_daemon.train.network import Actor as _Actor
 
-    export_untrained(_Actor(8), tmp_path / "m")
+    export_untrained(_Actor(features.ACTOR_DIM), tmp_path / "m")
     wl = load_workload("testbed", estimates="user", seed=0)
     spec = f"rltune:{tmp_path / 'm'}"
 
@@ -198,7 +198,7 @@ def test_daemon_policy_choice_reports_the_models_schema_hash(tmp_path: Path) -> 
     from rltune_daemon.service.policy import choose_policy
     from rltune_daemon.train.network import Actor as _Actor
 
-    export_untrained(_Actor(8), tmp_path / "m")
+    export_untrained(_Actor(features.ACTOR_DIM), tmp_path / "m")
     choice = choose_policy(str(tmp_path / "m"), "fcfs")
     assert choice.policy.name == "rltune" and not choice.fallback
     assert choice.schema_hash == features.SCHEMA_HASH
@@ -223,14 +223,14 @@ def test_evaluation_results_name_the_exact_actor_file(tmp_path: Path) -> None:
     from rltune_daemon.train.network import Actor as _Actor
 
     torch.manual_seed(0)
-    export_untrained(_Actor(8), tmp_path / "m")
+    export_untrained(_Actor(features.ACTOR_DIM), tmp_path / "m")
     spec = f"rltune:{tmp_path / 'm'}"
     cfg = EvalConfig("testbed", ("sjf", spec), windows=1, window_size=64, jobs=1, opts={"jobs": "2000"})
     first = evaluate(cfg, progress=False)["config"]["models"]
     digest = hashlib.sha256((tmp_path / "m" / "actor.pt").read_bytes()).hexdigest()[:16]
     assert list(first) == [spec] and first[spec]["actor_sha256"] == digest
     torch.manual_seed(1)
-    export_untrained(_Actor(8), tmp_path / "m")  # retrained in place
+    export_untrained(_Actor(features.ACTOR_DIM), tmp_path / "m")  # retrained in place
     assert evaluate(cfg, progress=False)["config"]["models"][spec]["actor_sha256"] != digest
 
 
@@ -243,7 +243,7 @@ def test_daemon_warns_when_the_models_own_heldout_result_is_behind_its_base(tmp_
     from rltune_daemon.service.policy import choose_policy
     from rltune_daemon.train.network import Actor as _Actor
 
-    export_untrained(_Actor(8), tmp_path / "m")
+    export_untrained(_Actor(features.ACTOR_DIM), tmp_path / "m")
     assert choose_policy(str(tmp_path / "m"), "sjf").behind_base == ""  # no held-out result recorded
     manifest_path = tmp_path / "m" / "manifest.json"
     manifest = json.loads(manifest_path.read_text())

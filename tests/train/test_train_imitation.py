@@ -61,11 +61,11 @@ def test_imitation_learns_sjf_top_pick() -> None:
     nll = fit_imitation(actor, seen, top_m=16, epochs=100, seed=0)
     assert nll == pytest.approx(_mean_nll(actor, seen), rel=0.3)  # reported: mean over the last epoch
     assert nll < 0.7 * nll0
-    # chance (1 / queue length) is about 0.3 here; an untrained actor is below it, the fitted one is SJF
-    assert random_seen < 0.4 and random_unseen < 0.4
-    # measured: 0.92 seen, 0.87 unseen (untrained: 0.2)
-    assert top_pick_agreement(actor, seen) > 0.85
-    assert top_pick_agreement(actor, unseen) > 0.75
+    # chance (1 / queue length) is about 0.3 here; an untrained actor agrees by accident only (0.2 with 8
+    # inputs, about 0.43 with hist_time's 9), the fitted one is SJF
+    fitted_seen, fitted_unseen = top_pick_agreement(actor, seen), top_pick_agreement(actor, unseen)
+    assert fitted_seen > 0.85 and fitted_unseen > 0.75  # measured: 0.92 seen, 0.87 unseen (8 inputs)
+    assert fitted_seen > random_seen + 0.3 and fitted_unseen > random_unseen + 0.3
 
 
 def test_imitation_without_samples_does_nothing() -> None:

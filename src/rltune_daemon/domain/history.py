@@ -6,6 +6,7 @@ The simulator gives them from a trace's training part and from jobs it finishes;
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,3 +52,53 @@ class FinishedRuns:
     def select(self, rows: I64) -> FinishedRuns:
         return FinishedRuns(tuple(self.ids[r] for r in rows), tuple(self.users[r] for r in rows),
                             self.gpus[rows], self.runtime[rows], self.end[rows])
+
+
+class RunHistory:
+    """Helios' duration estimate from history (Hu et al., SC'21): the mean of the user's last ``window``
+    runs with the same GPU count, else of the user's last runs, else of the last ``recent`` runs of
+    anyone. Shared by QSSF and the learned policy's ``hist_time`` feature."""
+
+    def __init__(self, window: int = 10, recent: int = 200) -> None:
+        self.window = window
+        self._by_key: dict[tuple[str, int], deque[float]] = {}
+        self._by_user: dict[str, deque[float]] = {}
+        self._all: deque[float] = deque(maxlen=recent)
+        self.runs = 0
+
+    def learn(self, user: str, gpus: int, runtime: float) -> None:
+        self._by_key.setdefault((user, gpus), deque(maxlen=self.window)).append(runtime)
+        self._by_user.setdefault(user, deque(maxlen=self.window)).append(runtime)
+        self._all.append(runtime)
+        self.runs += 1
+
+    def learn_runs(self, runs: FinishedRuns) -> None:
+        """Oldest end first, so the deques keep each user's latest runs."""
+        for row in runs.by_end():
+            rt = float(runs.runtime[row])
+            if np.isfinite(rt):
+                self.learn(runs.users[row], int(runs.gpus[row]), rt)
+
+    def predict(self, user: str, gpus: int, default: float) -> float:
+        """The estimate, or ``default`` (the requested time) with no history at all."""
+        hist = self._by_key.get((user, gpus)) or self._by_user.get(user) or self._all
+        return float(np.mean(hist)) if hist else default
+
+    def predict_rows(self, table: JobTable, rows: I64, default: F64) -> F64:
+        """``predict`` for ``table`` rows, one lookup per distinct (user, GPUs) pair."""
+        out = np.array(default, dtype=np.float64, copy=True)
+        if not len(rows) or not self.runs:
+            return out
+        keys = table.user[rows] * (int(table.gpus.max(initial=0)) + 1) + table.gpus[rows]
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        est = np.array([self.predict(table.users[table.user[rows[i]]], int(table.gpus[rows[i]]), np.nan)
+                        for i in first])
+        per_row = est[inverse.reshape(-1)]
+        return np.where(np.isnan(per_row), out, per_row)
+
+
+def runs_before(table: JobTable, cutoff: float) -> FinishedRuns:
+    """The runs a scheduler knows at ``cutoff``: rows of ``table`` (a trace part) that ended by then
+    (``submit + runtime``, the trace's own timing)."""
+    runs = FinishedRuns.from_table(table)
+    return runs.select(np.flatnonzero(runs.end <= cutoff).astype(np.int64))

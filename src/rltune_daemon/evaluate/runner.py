@@ -1,7 +1,8 @@
 """Run every policy on every window, in parallel over processes, and aggregate.
 
 Each worker loads the workload once (``_init``), so tasks carry only a policy name and a window
-number. QSSF learns its history from the training split first, as Helios does.
+number. QSSF (and a model with the ``hist_time`` input) learns its history from the training split
+first, as Helios does.
 """
 
 from __future__ import annotations
@@ -84,9 +85,11 @@ def make_controller(spec: str, train: Workload, cfg: EvalConfig) -> Controller:
         from rltune_daemon.policies.learned import load_learned
 
         learned = load_learned(name)
+        if learned.learns_history:  # a model with the hist_time input: the same history as QSSF
+            learned.fit_history(JobTable.from_jobs(train.jobs, train.cluster))
         return _planned(learned, cfg, cfg.mode, bool(learned.manifest.get("placement", True)))
     policy = make_policy(name)
-    if policy.name == "qssf":
+    if policy.learns_history:
         policy.fit_history(JobTable.from_jobs(train.jobs, train.cluster))
     return _planned(policy, cfg, "daemon", True) if kind == "daemon" else PolicyController(policy)
 

@@ -1,7 +1,9 @@
-"""Compute the 17 raw features of paper Table 3 from a ``QueueView``, then sample actor/critic vectors.
+"""Compute the 17 raw features of paper Table 3 and ``hist_time`` from a ``QueueView``, then sample
+actor/critic vectors.
 
 The same function runs on the simulator's arrays and on a live Slurm snapshot converted to arrays; it
-sees requested times only (``JobTable.runtime`` is never read).
+sees requested times and the runs that already finished (``view.history``) only: ``JobTable.runtime``
+of the queued jobs is never read.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from rltune_daemon.policies.base import QueueView
 
 @dataclass(frozen=True)
 class FeatureSet:
-    """``raw``: n x 17 normalised features (``FEATURE_NAMES`` order); ``actor``: n x 8; ``critic``: n x 5."""
+    """``raw``: n x 18 normalised features (``FEATURE_NAMES`` order); ``actor``: n x 9; ``critic``: n x 5."""
 
     raw: F32
     actor: F32
@@ -37,7 +39,7 @@ def _share(codes: npt.NDArray[np.int64], weight: F64) -> F64:
 
 
 def natural_features(view: QueueView, elig: EligibilityIndex | None = None) -> F64:
-    """n x 17 features in natural units (before normalisation). ``elig`` may be passed to reuse a cache."""
+    """n x 18 features in natural units (before normalisation). ``elig`` may be passed to reuse a cache."""
     cl = view.cluster
     if cl is None:
         raise ValueError("features need the cluster state: QueueView.cluster is None")
@@ -89,6 +91,7 @@ def natural_features(view: QueueView, elig: EligibilityIndex | None = None) -> F
         "future_availability": np.where(
             gpus_elig > 0, (free + stats.released[grp] - g) / np.maximum(gpus_elig, 1.0), -1.0),
         "cff": cff_group[grp],
+        "hist_time": t if view.history is None else view.history.predict_rows(table, idx, t),
     }
     for j, name in enumerate(FEATURE_NAMES):
         out[:, j] = cols[name]
@@ -104,12 +107,12 @@ def normalise(natural: F64) -> F32:
 
 
 def raw_features(view: QueueView) -> F32:
-    """n x 17 normalised features, rows in ``view.idx`` order."""
+    """n x 18 normalised features, rows in ``view.idx`` order."""
     return normalise(natural_features(view))
 
 
 def actor_features(view: QueueView) -> F32:
-    """n x 8 actor observation (``ACTOR_SLOTS``)."""
+    """n x 9 actor observation (``ACTOR_SLOTS``)."""
     return sample(raw_features(view), ACTOR_SLOTS)
 
 

@@ -17,6 +17,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from rltune_daemon.domain.history import RunHistory
+
 F64 = npt.NDArray[np.float64]
 
 SCHEMA_VERSION = 1
@@ -106,11 +108,21 @@ FEATURES: tuple[FeatureSpec, ...] = (
     FeatureSpec("cff", "Cluster Fragmentation Factor (eq. 3)",
                 "1 - sum(free^2 / gpus) / sum(free) over usable eligible nodes (0 when nothing is free)",
                 Norm(lo=0.0, hi=1.0)),
+    FeatureSpec("hist_time", "run history (our addition, Helios' QSSF estimate)",
+                "mean runtime of the user's last `window` finished runs with the same GPU count, else of "
+                "the user's last runs, else of the last `recent` runs of anyone, else the requested time, "
+                "seconds", _TIME, (("window", 10.0), ("recent", 200.0))),
 )
 
 FEATURE_NAMES: tuple[str, ...] = tuple(f.name for f in FEATURES)
 INDEX: dict[str, int] = {n: i for i, n in enumerate(FEATURE_NAMES)}
 PARAMS: dict[str, dict[str, float]] = {f.name: dict(f.params) for f in FEATURES}
+
+
+def new_history() -> RunHistory:
+    """An empty run history with the ``hist_time`` feature's declared (hashed) parameters."""
+    p = PARAMS["hist_time"]
+    return RunHistory(int(p["window"]), int(p["recent"]))
 
 
 @dataclass(frozen=True)
@@ -148,6 +160,8 @@ ACTOR_SLOTS: tuple[Slot, ...] = (
          (("can_schedule_now", 1.0), ("num_ways_to_schedule", 1.0))),
     Slot("availability", "future availability", (("future_availability", 1.0),)),
     Slot("fragmentation", "CFF: tells the actor which variant slots lead/second hold", (("cff", 1.0),)),
+    Slot("hist_time", "history-estimated duration (appended last: 8-input models read slots 1-8)",
+         (("hist_time", 1.0),)),
 )
 
 CRITIC_SLOTS: tuple[Slot, ...] = (
@@ -158,9 +172,10 @@ CRITIC_SLOTS: tuple[Slot, ...] = (
     Slot("free_nodes", "free nodes", (("free_nodes", 1.0),)),
 )
 
-ACTOR_DIM = 8
+ACTOR_DIM = 9
+LEGACY_ACTOR_DIM = 8  # models trained before ``hist_time`` read the first 8 slots, unchanged
 CRITIC_DIM = 5
-assert len(FEATURE_NAMES) == 17 and len(ACTOR_SLOTS) == ACTOR_DIM and len(CRITIC_SLOTS) == CRITIC_DIM
+assert len(FEATURE_NAMES) == 18 and len(ACTOR_SLOTS) == ACTOR_DIM and len(CRITIC_SLOTS) == CRITIC_DIM
 
 
 def hashed_part(features: tuple[FeatureSpec, ...] = FEATURES, actor: tuple[Slot, ...] = ACTOR_SLOTS,
@@ -180,10 +195,14 @@ def schema_hash(features: tuple[FeatureSpec, ...] = FEATURES, actor: tuple[Slot,
 SCHEMA_HASH: str = schema_hash()
 
 # Earlier hashes whose features are value-for-value those of the current one (a declaration moved, no
-# number changed), with why: models trained under them still load. Add an entry only with a check that
+# number changed; or slots appended after the ones an older model reads), with why: models trained
+# under them still load. Add an entry only with a check that
 # the models score identically (docs/features.md, "Migration").
 SUPERSEDED: dict[str, tuple[str, str]] = {
-    "a6d9872f25121d96": ("a62a33768c8027f1", "urgency weights 0.5/0.5 declared as hashed params"),
+    "a6d9872f25121d96": ("a1fab8c3b81c4d6f", "urgency weights 0.5/0.5 declared as hashed params; then "
+                                             "hist_time appended (an 8-input model reads slots 1-8)"),
+    "a62a33768c8027f1": ("a1fab8c3b81c4d6f", "hist_time appended as feature 18 and actor slot 9; slots 1-8 "
+                                             "unchanged, an 8-input model reads those"),
 }
 
 

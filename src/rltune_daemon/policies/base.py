@@ -9,7 +9,7 @@ from typing import ClassVar, Protocol
 import numpy as np
 
 from rltune_daemon.domain.arrays import F64, I64, ClusterArrays, JobTable
-from rltune_daemon.domain.history import FinishedRuns
+from rltune_daemon.domain.history import FinishedRuns, RunHistory
 
 
 class FairShareSource(Protocol):
@@ -29,6 +29,7 @@ class QueueView:
     now: float
     cluster: ClusterArrays | None = None
     fairshare: FairShareSource | None = None
+    history: RunHistory | None = None  # finished runs, for the ``hist_time`` feature (None: requested time)
 
     @property
     def wait(self) -> F64:
@@ -52,9 +53,13 @@ class Policy(ABC):
 
     name: ClassVar[str]
     static: ClassVar[bool] = False
-    learns_history: ClassVar[bool] = False
+    learns_history: bool = False
     """True when scores depend on finished runs: the daemon then feeds it ``learn_runs`` from sacct."""
-    runs_learned: int = 0
+
+    @property
+    def runs_learned(self) -> int:
+        """Finished runs learned so far (history-based policies)."""
+        return 0
 
     @abstractmethod
     def scores(self, view: QueueView) -> F64:

@@ -8,16 +8,19 @@ on, so a huge backlog can never bury old jobs under a stream of new favourites.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rltune_daemon.domain.arrays import F64
+from rltune_daemon.domain.arrays import F64, JobTable
+from rltune_daemon.domain.history import FinishedRuns, RunHistory
 from rltune_daemon.errors import UserError
+from rltune_daemon.features.schema import LEGACY_ACTOR_DIM, new_history
 from rltune_daemon.policies.base import Policy, QueueView
 
 MAX_QUEUE = 256
@@ -48,13 +51,38 @@ def chunk_rank(view: QueueView) -> np.ndarray[Any, np.dtype[np.int64]]:
 
 @dataclass
 class LearnedPolicy(Policy):
-    """Scores = -(actor output), chunked by age; deterministic."""
+    """Scores = -(actor output), chunked by age; deterministic. A model whose inputs include the
+    ``hist_time`` slot keeps a run history (fed like QSSF's: the trace's past, finished jobs, sacct)."""
 
     actor: Any  # torch.jit.ScriptModule
     manifest: dict[str, Any]
     path: str = ""
+    history: RunHistory = field(default_factory=new_history)
 
     name = "rltune"
+
+    def __post_init__(self) -> None:
+        self.learns_history = self.feature_mode == "sampled" and self.input_dim > LEGACY_ACTOR_DIM
+
+    @property
+    def input_dim(self) -> int:
+        from rltune_daemon import features
+        from rltune_daemon.features import naive
+
+        default = features.ACTOR_DIM if self.feature_mode == "sampled" else naive.NAIVE_DIM
+        return int(self.manifest.get("input_dim", default))
+
+    @property
+    def runs_learned(self) -> int:
+        return self.history.runs if self.learns_history else 0
+
+    def learn_runs(self, runs: FinishedRuns) -> None:
+        if self.learns_history:
+            self.history.learn_runs(runs)
+
+    def observe_finish(self, table: JobTable, row: int, runtime: float) -> None:
+        if self.learns_history:
+            self.history.learn(table.users[table.user[row]], int(table.gpus[row]), runtime)
 
     @property
     def feature_mode(self) -> str:
@@ -71,7 +99,10 @@ class LearnedPolicy(Policy):
     def raw_scores(self, view: QueueView) -> F64:
         import torch
 
-        x = torch.from_numpy(feature_matrix(view, self.feature_mode))
+        if self.learns_history:
+            view = dataclasses.replace(view, history=self.history)
+        x_all = feature_matrix(view, self.feature_mode)
+        x = torch.from_numpy(np.ascontiguousarray(x_all[:, : self.input_dim]))
         with torch.no_grad():
             out = self.actor(x)
         return np.asarray(out.detach().numpy(), dtype=np.float64)
@@ -139,7 +170,10 @@ def load_learned(path: str | Path) -> LearnedPolicy:
     try:
         actor = torch.jit.load(str(model), map_location="cpu")  # type: ignore[no-untyped-call]
         actor.eval()
-        dim = features.ACTOR_DIM if mode == "sampled" else naive.NAIVE_DIM
+        default = features.ACTOR_DIM if mode == "sampled" else naive.NAIVE_DIM
+        dim = int(manifest.get("input_dim", default))
+        if mode == "sampled" and dim not in (LEGACY_ACTOR_DIM, features.ACTOR_DIM):
+            raise ValueError(f"input_dim {dim} is neither {LEGACY_ACTOR_DIM} nor {features.ACTOR_DIM}")
         probe = actor(torch.zeros(2, dim))
         if tuple(probe.shape) != (2,) or not bool(torch.isfinite(probe).all()):
             raise ValueError(f"scores of shape {tuple(probe.shape)}")

@@ -9,12 +9,10 @@ grows with every finished job; on a live cluster the daemon feeds it ``sacct`` (
 
 from __future__ import annotations
 
-from collections import deque
-
 import numpy as np
 
 from rltune_daemon.domain.arrays import F64, JobTable
-from rltune_daemon.domain.history import FinishedRuns
+from rltune_daemon.domain.history import FinishedRuns, RunHistory
 from rltune_daemon.policies.base import Policy, QueueView
 
 
@@ -24,35 +22,25 @@ class QSSF(Policy):
     learns_history = True
 
     def __init__(self, window: int = 10) -> None:
-        self.window = window
-        self._by_key: dict[tuple[str, int], deque[float]] = {}
-        self._by_user: dict[str, deque[float]] = {}
-        self._all: deque[float] = deque(maxlen=200)
+        self.history = RunHistory(window)
         self._pred: dict[str, float] = {}
-        self.runs_learned = 0
 
-    def _learn(self, user: str, gpus: int, runtime: float) -> None:
-        self._by_key.setdefault((user, gpus), deque(maxlen=self.window)).append(runtime)
-        self._by_user.setdefault(user, deque(maxlen=self.window)).append(runtime)
-        self._all.append(runtime)
-        self.runs_learned += 1
+    @property
+    def runs_learned(self) -> int:
+        return self.history.runs
 
     def learn_runs(self, runs: FinishedRuns) -> None:
-        for row in runs.by_end():
-            rt = float(runs.runtime[row])
-            if np.isfinite(rt):
-                self._learn(runs.users[row], int(runs.gpus[row]), rt)
+        self.history.learn_runs(runs)
 
     def observe_finish(self, table: JobTable, row: int, runtime: float) -> None:
-        self._learn(table.users[table.user[row]], int(table.gpus[row]), runtime)
+        self.history.learn(table.users[table.user[row]], int(table.gpus[row]), runtime)
 
     def predict(self, table: JobTable, row: int) -> float:
         job_id = table.ids[row]
         hit = self._pred.get(job_id)
         if hit is None:
-            user, gpus = table.users[table.user[row]], int(table.gpus[row])
-            hist = self._by_key.get((user, gpus)) or self._by_user.get(user) or self._all
-            hit = float(np.mean(hist)) if hist else float(table.time_limit[row])
+            hit = self.history.predict(table.users[table.user[row]], int(table.gpus[row]),
+                                       float(table.time_limit[row]))
             self._pred[job_id] = hit
         return hit
 

@@ -17,11 +17,13 @@ import numpy as np
 from gymnasium import spaces
 
 from rltune_daemon.domain.arrays import I64
+from rltune_daemon.domain.history import RunHistory
 from rltune_daemon.policies import make_policy
 from rltune_daemon.policies.base import Policy, QueueView
 from rltune_daemon.policies.learned import MAX_QUEUE, chunk_rank, feature_matrix
 from rltune_daemon.sim.controller import Controller, tiered_order
 from rltune_daemon.sim.engine import SimResult, Simulator
+from rltune_daemon.train.history import EpisodeHistory
 
 OBS_BOUND = 10.0
 
@@ -60,11 +62,13 @@ class RLTuneEnv(gym.Env[dict[str, np.ndarray], int]):
         self._cand: I64 = np.zeros(0, dtype=np.int64)
         self._base: Policy = make_policy(base)
         self._base_metrics: dict[str, Any] = {}
+        self._hist = EpisodeHistory(self.train)
+        self._history: RunHistory | None = None  # the hist_time input: the runs before the episode
 
     def _obs(self) -> dict[str, np.ndarray]:
         assert self._sim is not None
         sim, rows = self._sim, self._pending
-        view = QueueView(sim.table, rows, sim.now, sim.cl, sim.usage)
+        view = QueueView(sim.table, rows, sim.now, sim.cl, sim.usage, history=self._history)
         order = np.lexsort((rows, sim.table.submit[rows]))
         self._cand = order[chunk_rank(view)[order] == 0][:MAX_QUEUE]
         x = feature_matrix(view, self.mode)[self._cand]
@@ -82,8 +86,9 @@ class RLTuneEnv(gym.Env[dict[str, np.ndarray], int]):
         super().reset(seed=seed)
         start = int(self.np_random.integers(0, len(self.train.jobs) - self.episode_jobs + 1))
         wl = episode_workload(self.train, start, self.episode_jobs)
-        self._base = make_policy(self.base_name)
-        self._base_metrics = simulate(wl, make_policy(self.base_name)).metrics
+        self._base = self._hist.prime(make_policy(self.base_name), start)
+        self._base_metrics = simulate(wl, self._hist.prime(make_policy(self.base_name), start)).metrics
+        self._history = self._hist.history(start) if self.mode == "sampled" else None
         self._sim = Simulator(wl, _External())
         self._steps = self._sim.iterate()
         try:

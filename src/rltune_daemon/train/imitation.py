@@ -8,12 +8,14 @@ budget on improving it, instead of first re-discovering it from a random network
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 import torch
 
 from rltune_daemon.domain.arrays import F64
+from rltune_daemon.domain.history import RunHistory
 from rltune_daemon.policies.base import Policy, QueueView
 from rltune_daemon.policies.learned import chunk_rank, feature_matrix
 from rltune_daemon.train.network import Actor, plackett_luce_logp
@@ -25,14 +27,17 @@ class ImitationRecorder(Policy):
 
     name = "imitation-recorder"
 
-    def __init__(self, base: Policy, mode: str, top_m: int) -> None:
+    def __init__(self, base: Policy, mode: str, top_m: int, history: RunHistory | None = None) -> None:
         self.base = base
         self.mode = mode
         self.top_m = top_m
+        self.history = history  # the actor's hist_time input, as in rollouts
         self.samples: list[tuple[F32, np.ndarray[Any, np.dtype[np.int64]]]] = []
 
     def scores(self, view: QueueView) -> F64:
         s = self.base.scores(view)
+        if self.history is not None:
+            view = dataclasses.replace(view, history=self.history)
         cand = np.flatnonzero(chunk_rank(view) == 0)
         if len(cand) >= 2:
             order = np.lexsort((view.idx[cand], view.table.submit[view.idx[cand]], s[cand]))
@@ -41,6 +46,8 @@ class ImitationRecorder(Policy):
 
     def observe_finish(self, table: Any, row: int, runtime: float) -> None:
         self.base.observe_finish(table, row, runtime)
+        if self.history is not None:
+            self.history.learn(table.users[table.user[row]], int(table.gpus[row]), runtime)
 
 
 def fit_imitation(actor: Actor, samples: list[tuple[F32, np.ndarray[Any, np.dtype[np.int64]]]], top_m: int,

@@ -36,6 +36,7 @@ from tqdm import tqdm
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.errors import UserError
 from rltune_daemon.train.credit import gae, metric_key, reward_scale, step_rewards
+from rltune_daemon.train.history import EpisodeHistory
 from rltune_daemon.train.network import Actor, Critic, first_pick_entropy, plackett_luce_logp
 from rltune_daemon.train.sampling import SamplingPolicy, Step
 
@@ -96,7 +97,7 @@ def _worker_init(args: TrainArgs) -> None:
     if len(train.jobs) < args.episode_jobs + 1:
         raise UserError(f"trace {args.trace}: training split has {len(train.jobs)} jobs, fewer than one "
                         f"episode of {args.episode_jobs}")
-    _W.update(args=args, train=train, base_cache={})
+    _W.update(args=args, train=train, base_cache={}, history=EpisodeHistory(train))
 
 
 def episode_workload(train: Workload, start: int, size: int) -> Workload:
@@ -123,7 +124,7 @@ def _base_metrics(start: int) -> dict[str, Any]:
     if start not in cache:
         args: TrainArgs = _W["args"]
         cache[start] = simulate(episode_workload(_W["train"], start, args.episode_jobs),
-                                make_policy(args.base)).metrics
+                                _W["history"].prime(make_policy(args.base), start)).metrics
     return cache[start]
 
 
@@ -157,7 +158,8 @@ def _episode(actor: Actor, critic: Critic, start: int, seed: int, deterministic:
         return {"steps": [], "reward": 0.0, "start": start, "skipped": True,
                 "rl": {k: base[k] for k in METRICS}, "base": {k: base[k] for k in METRICS}}
     rng = np.random.default_rng(seed)
-    policy = SamplingPolicy(actor, critic, args.features, rng, args.top_m, deterministic)
+    policy = SamplingPolicy(actor, critic, args.features, rng, args.top_m, deterministic,
+                            _W["history"].history(start) if args.features == "sampled" else None)
     ctl = planner_controller(policy, args.mode, placement=False, react=args.react)
     wl = episode_workload(_W["train"], start, args.episode_jobs)
     res = Simulator(wl, ctl).run()
@@ -411,8 +413,10 @@ def warm_start(actor: Actor, args: TrainArgs, train_wl: Workload,
 
     t0 = time.perf_counter()
     samples = []
+    hist: EpisodeHistory = _W["history"]
     for start in starts:
-        rec = ImitationRecorder(make_policy(args.base), args.features, args.top_m)
+        rec = ImitationRecorder(hist.prime(make_policy(args.base), int(start)), args.features, args.top_m,
+                                hist.history(int(start)) if args.features == "sampled" else None)
         ctl = planner_controller(rec, args.mode, placement=False, react=args.react)
         Simulator(episode_workload(train_wl, int(start), args.episode_jobs), ctl).run()
         samples.extend(rec.samples)

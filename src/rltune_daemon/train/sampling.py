@@ -10,12 +10,14 @@ gradient's variance down. Jobs beyond the first chunk keep the deterministic chu
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from rltune_daemon.domain.arrays import F64
+from rltune_daemon.domain.arrays import F64, JobTable
+from rltune_daemon.domain.history import RunHistory
 from rltune_daemon.policies.base import Policy, QueueView
 from rltune_daemon.policies.learned import chunk_rank, feature_matrix
 from rltune_daemon.train.fastnet import FastActor, FastCritic, plackett_luce_logp_np
@@ -42,7 +44,7 @@ class SamplingPolicy(Policy):
     name = "rltune-sampling"
 
     def __init__(self, actor: Actor, critic: Critic, mode: str, rng: np.random.Generator, top_m: int = 16,
-                 deterministic: bool = False) -> None:
+                 deterministic: bool = False, history: RunHistory | None = None) -> None:
         self.actor = FastActor(actor)
         self.critic = FastCritic(critic)
         self.mode = mode
@@ -50,6 +52,11 @@ class SamplingPolicy(Policy):
         self.top_m = top_m
         self.deterministic = deterministic
         self.steps: list[Step] = []
+        self.history = history  # the hist_time input's runs (``train.history``); grows as jobs finish
+
+    def observe_finish(self, table: JobTable, row: int, runtime: float) -> None:
+        if self.history is not None:
+            self.history.learn(table.users[table.user[row]], int(table.gpus[row]), runtime)
 
     def scores(self, view: QueueView) -> F64:
         from rltune_daemon import features
@@ -57,6 +64,8 @@ class SamplingPolicy(Policy):
         n = len(view.idx)
         if not n:
             return np.zeros(0)
+        if self.history is not None:
+            view = dataclasses.replace(view, history=self.history)
         chunk = chunk_rank(view)
         fs = features.build(view) if self.mode == "sampled" else None
         x_all = fs.actor if fs is not None else feature_matrix(view, self.mode)
