@@ -154,6 +154,19 @@ if [ -n "${QSSF_BASE:-}" ]; then
   "$RLTUNE" evaluate --windows 10 --window-size 1024 --seed 0 --trace philly \
     --policies daemon:sjf,daemon:qssf,qssf --out docs/results/philly-qssf-base/heldout
 fi
+# Philly with the run-history input (HIST=1; rule written before the runs: docs/results/philly-hist/RULE.md).
+# Run 1 (base SJF) won on the tail and was copied to models/philly-sjf by hand.
+if [ -n "${HIST:-}" ]; then
+  for base in sjf qssf; do
+    out=docs/results/philly-hist/model$([ "$base" = qssf ] && echo -qssf)
+    "$RLTUNE" train --trace philly --base "$base" --minutes "${LONG_MINUTES:-30}" --seed 0 --episode-jobs 1024 \
+      --warm-start 16 --out "$out"
+    "$RLTUNE" evaluate --split train-tail --windows 30 --window-size 1024 --seed 0 --trace philly \
+      --policies "rltune:$out" --out "docs/results/philly-hist/train-tail$([ "$base" = qssf ] && echo -qssf)"
+  done
+  "$RLTUNE" evaluate --windows 10 --window-size 1024 --seed 0 --trace philly --out docs/results/philly-hist/heldout \
+    --policies rltune:docs/results/philly-hist/model,rltune:docs/results/philly-hist/model-qssf
+fi
 # Retraining a shipped model (RETRAIN="helios philly ..."): the same training command into models-new/, then
 # judged against the shipped model on 30 training-split windows (the shipped one's run is
 # guard-stretch/train-<t>-x2). The one with lower BSLD and wait goes to models/ (copied by hand), and the
