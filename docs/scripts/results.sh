@@ -166,6 +166,8 @@ if [ -n "${HIST:-}" ]; then
   done
   "$RLTUNE" evaluate --windows 10 --window-size 1024 --seed 0 --trace philly --out docs/results/philly-hist/heldout \
     --policies rltune:docs/results/philly-hist/model,rltune:docs/results/philly-hist/model-qssf
+  "$RLTUNE" evaluate --trace philly --policies rltune:models/philly-sjf --split train --windows 30 \
+    --window-size 1024 --seed 0 --out docs/results/philly-hist/train-split
 fi
 # Retraining a shipped model (RETRAIN="helios philly ..."): the same training command into models-new/, then
 # judged against the shipped model on 30 training-split windows (the shipped one's run is
