@@ -4,7 +4,8 @@ several queue lengths on a realistic, seeded cluster state.
 The state is built from a trace: its cluster, every node partly or fully busy with running jobs whose
 estimated ends lie in the next hours (so Future Availability and fragmentation have work to do), and
 ``N`` pending jobs taken in submit order from the trace (recycled with fresh ids past its end) with
-submit times spread over the last six hours. Timings are benchmarks; compare them within one run.
+submit times spread over the last six hours, and the trace's runs as history (``hist_time``, QSSF).
+Timings are benchmarks; compare them within one run.
 """
 
 from __future__ import annotations
@@ -96,7 +97,10 @@ def bench_decide(args: argparse.Namespace) -> int:
     from rltune_daemon import features
     from rltune_daemon.cli.bench_cmd import machine
     from rltune_daemon.cli.common import load_from_args, print_json
+    from rltune_daemon.domain.arrays import JobTable
+    from rltune_daemon.domain.history import FinishedRuns
     from rltune_daemon.errors import UserError
+    from rltune_daemon.features.schema import new_history
     from rltune_daemon.placement.milp import make_milp_placer
     from rltune_daemon.planner import PlannerConfig, PlannerMemory, plan
     from rltune_daemon.planner.plan import inputs_from
@@ -112,6 +116,12 @@ def bench_decide(args: argparse.Namespace) -> int:
     torch.set_num_threads(1)  # the daemon's setting: one core for the decision
     workload = load_from_args(args)
     policy, actor_desc = _policy(args.model, 64, args.seed)
+    # run history, as the daemon has it from sacct: every run of the trace (users recur in the queue), so
+    # hist_time costs what it costs live; learning it is not part of a decision (once per interval)
+    runs = FinishedRuns.from_table(JobTable.from_jobs(workload.jobs, workload.cluster))
+    history = new_history()
+    history.learn_runs(runs)
+    policy.learn_runs(runs)
     cfg = PlannerConfig(top_k=args.top_k)
     rows_out = []
     for n in sizes:
@@ -124,7 +134,7 @@ def bench_decide(args: argparse.Namespace) -> int:
             inp = inputs_from(snap)
             t1 = time.perf_counter()
             every = np.arange(len(inp.table), dtype=np.int64)
-            view = QueueView(inp.table, every, snap.clock, inp.cluster, None)
+            view = QueueView(inp.table, every, snap.clock, inp.cluster, None, history)
             features.actor_features(view)
             t2 = time.perf_counter()
             policy.scores(view)
