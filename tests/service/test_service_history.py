@@ -94,26 +94,34 @@ def test_sim_daemon_feeds_qssf_every_finished_job(tmp_path: Path) -> None:
     assert d.choice.policy.runs_learned == finished  # every finished job exactly once
 
 
-def test_a_model_with_the_history_input_is_fed_like_qssf(tmp_path: Path) -> None:
-    """A 9-input model (``hist_time``) learns the finished runs; an 8-input one is never asked for them."""
+def _model_dir(tmp_path: Path, dim: int) -> Path:
+    """An untrained model directory as training writes it; 8 inputs: as trained before hist_time."""
     import torch
 
-    from rltune_daemon.features import ACTOR_DIM
     from rltune_daemon.features.schema import LEGACY_ACTOR_DIM
     from rltune_daemon.train.export import export_model
     from rltune_daemon.train.network import Actor
     from rltune_daemon.train.ppo import TrainArgs
 
+    torch.manual_seed(0)
+    out = tmp_path / f"m{dim}"
+    out.mkdir()
+    export_model(Actor(dim), TrainArgs(trace="testbed", out=out, heldout_windows=0), 0.0, [], {})
+    if dim == LEGACY_ACTOR_DIM:
+        mf = json.loads((out / "manifest.json").read_text())
+        mf.update(input_dim=LEGACY_ACTOR_DIM, schema_hash="a62a33768c8027f1")
+        (out / "manifest.json").write_text(json.dumps(mf))
+    return out
+
+
+def test_a_model_with_the_history_input_is_fed_like_qssf(tmp_path: Path) -> None:
+    """A 9-input model (``hist_time``) learns the finished runs; an 8-input one is never asked for them."""
+    from rltune_daemon.features import ACTOR_DIM
+    from rltune_daemon.features.schema import LEGACY_ACTOR_DIM
+
     learned = {}
     for dim in (ACTOR_DIM, LEGACY_ACTOR_DIM):
-        torch.manual_seed(0)
-        out = tmp_path / f"m{dim}"
-        out.mkdir()
-        export_model(Actor(dim), TrainArgs(trace="testbed", out=out, heldout_windows=0), 0.0, [], {})
-        if dim == LEGACY_ACTOR_DIM:  # as a model trained before hist_time: 8 inputs, the old hash
-            mf = json.loads((out / "manifest.json").read_text())
-            mf.update(input_dim=LEGACY_ACTOR_DIM, schema_hash="a62a33768c8027f1")
-            (out / "manifest.json").write_text(json.dumps(mf))
+        out = _model_dir(tmp_path, dim)
         (tmp_path / f"c{dim}").mkdir()
         cfg = config(tmp_path / f"c{dim}", model=str(out), backend="sim", sim__jobs=120, sim__speedup=0)
         backend = SimBackend(cfg)
@@ -169,6 +177,20 @@ def test_no_accounting_is_said_once_and_cycles_go_on(tmp_path: Path) -> None:
     assert len(warnings) == 1 and "accounting storage is disabled" in warnings[0][2]["error"]
     assert d.metrics.registry.get_sample_value("rltune_errors_total", {"kind": "history"}) == 3
     assert "!!! qssf has no run history" in out.getvalue()
+
+
+def test_no_accounting_for_a_history_model_names_the_model(tmp_path: Path) -> None:
+    from rltune_daemon.features import ACTOR_DIM
+
+    model = _model_dir(tmp_path, ACTOR_DIM)
+    cfg = config(tmp_path, model=str(model), backend="sim", sim__jobs=120, sim__speedup=0, dry_run=True)
+    inner = SimBackend(cfg)
+    inner.slurm.advance(3600.0)
+    out = io.StringIO()
+    d = _daemon(cfg, _NoAccounting(inner), out)
+    assert d.cycle().outcome == "dry_run"
+    assert f"!!! {model} has no run history" in out.getvalue()
+    assert "hist_time input is the requested time" in out.getvalue()
 
 
 # ---- a real Slurm ----------------------------------------------------------------------------------

@@ -166,21 +166,24 @@ class Daemon:
             runs = self.backend.finished_runs(rewind)
         except SlurmError as err:
             self.metrics.errors.labels("history").inc()
+            who = self.choice.label
+            effect = (f"{who} predicts from requested times" if policy.name == "qssf" else
+                      f"{who}'s hist_time input is the requested time, which it did not see in training")
             if not self._history_failing:
-                self.log.warning("history_unavailable", cycle=rep.cycle, policy=policy.name, error=str(err),
-                                 effect=f"{policy.name} predicts from requested times for users without "
-                                        f"history; retried every {HISTORY_RETRY_S / 60:g} minutes")
+                self.log.warning("history_unavailable", cycle=rep.cycle, policy=who, error=str(err),
+                                 effect=f"{effect}; retried every {HISTORY_RETRY_S / 60:g} minutes")
             self._history_failing = True
-            self.history_note = (f"!{policy.name} has no run history ({err}): it predicts from requested "
-                                 "times; history needs Slurm accounting (slurmdbd)")
+            self.history_note = (f"!{who} has no run history ({err}): {effect}; history needs Slurm "
+                                 "accounting (slurmdbd)")
             return
         policy.learn_runs(runs)
         source = (f"sacct, look-back {self.cfg.slurm.history_days:g} days" if self.backend.name == "slurm"
                   else "jobs the simulator finished")
-        self.history_note = f"{policy.name} history: {policy.runs_learned} finished run(s) learned ({source})"
+        self.history_note = (f"{self.choice.label} history: {policy.runs_learned} finished run(s) learned "
+                             f"({source})")
         self.metrics.history_runs.set(policy.runs_learned)
         if self._history_failing or rewind:
-            self.log.info("history", cycle=rep.cycle, policy=policy.name, new_runs=len(runs),
+            self.log.info("history", cycle=rep.cycle, policy=self.choice.label, new_runs=len(runs),
                           runs=policy.runs_learned)
         self._history_failing = False
 
