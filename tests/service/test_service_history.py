@@ -9,7 +9,6 @@ import io
 import json
 import subprocess
 import sys
-from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,6 @@ import numpy as np
 import pytest
 from service_helpers import NullLog, config
 
-from rltune_daemon.domain import Snapshot
 from rltune_daemon.domain.arrays import JobTable
 from rltune_daemon.domain.history import FinishedRuns
 from rltune_daemon.policies.base import QueueView
@@ -27,10 +25,8 @@ from rltune_daemon.service.config import DaemonConfig
 from rltune_daemon.service.loop import Daemon
 from rltune_daemon.service.metrics import Metrics
 from rltune_daemon.service.statefile import StateFile
-from rltune_daemon.slurm.assemble import ReadInfo
 from rltune_daemon.slurm.errors import SlurmCommandError
 from rltune_daemon.slurm.history import SacctHistory
-from rltune_daemon.slurm.writer import ApplyResult, JobUpdate
 from rltune_daemon.traces import load_workload
 from slurm_fixtures import TEST_USER, SlurmTestCluster
 
@@ -136,41 +132,22 @@ def test_a_model_with_the_history_input_is_fed_like_qssf(tmp_path: Path) -> None
     assert learned[LEGACY_ACTOR_DIM][0] == 0
 
 
-class _NoAccounting:
-    """A sim backend whose history fails like sacct on a cluster without slurmdbd (the only fake part:
-    the failure; the real-cluster version is test_plain_cluster_dry_run_says_qssf_has_no_history)."""
+class _NoAccounting(SimBackend):
+    """The sim backend, with a history that fails like sacct on a cluster without slurmdbd (the only fake
+    part: the failure; the real-cluster version is test_plain_cluster_dry_run_says_qssf_has_no_history)."""
 
     name = "slurm"
 
-    def __init__(self, inner: SimBackend) -> None:
-        self.inner = inner
-        self.asked = 0
-
-    @property
-    def last(self) -> ReadInfo | None:
-        return self.inner.last
-
-    def read(self) -> Snapshot:
-        return self.inner.read()
-
-    def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], *,
-              site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False) -> ApplyResult:
-        return self.inner.apply(snapshot, updates, site_factor_unknown=site_factor_unknown, dry_run=dry_run)
-
-    def calls(self) -> int:
-        return 0
-
     def finished_runs(self, rewind: bool = False) -> FinishedRuns:
-        self.asked += 1
         raise SlurmCommandError(["sacct"], 1, "sacct: error: Slurm accounting storage is disabled")
 
 
 def test_no_accounting_is_said_once_and_cycles_go_on(tmp_path: Path) -> None:
     cfg = config(tmp_path, base_policy="qssf", backend="sim", sim__jobs=120, sim__speedup=0, dry_run=True)
-    inner = SimBackend(cfg)
-    inner.slurm.advance(3600.0)
+    backend = _NoAccounting(cfg)
+    backend.slurm.advance(3600.0)
     out = io.StringIO()
-    d = _daemon(cfg, _NoAccounting(inner), out)
+    d = _daemon(cfg, backend, out)
     reps = [d.cycle() for _ in range(3)]
     assert [r.outcome for r in reps] == ["dry_run"] * 3
     warnings = [e for e in d.log.events if e[1] == "history_unavailable"]
@@ -184,10 +161,10 @@ def test_no_accounting_for_a_history_model_names_the_model(tmp_path: Path) -> No
 
     model = _model_dir(tmp_path, ACTOR_DIM)
     cfg = config(tmp_path, model=str(model), backend="sim", sim__jobs=120, sim__speedup=0, dry_run=True)
-    inner = SimBackend(cfg)
-    inner.slurm.advance(3600.0)
+    backend = _NoAccounting(cfg)
+    backend.slurm.advance(3600.0)
     out = io.StringIO()
-    d = _daemon(cfg, _NoAccounting(inner), out)
+    d = _daemon(cfg, backend, out)
     assert d.cycle().outcome == "dry_run"
     assert f"!!! {model} has no run history" in out.getvalue()
     assert "hist_time input is the requested time" in out.getvalue()

@@ -72,6 +72,10 @@ class RunHistory:
         self._all.append(runtime)
         self.runs += 1
 
+    def learn_row(self, table: JobTable, row: int, runtime: float) -> None:
+        """A job of ``table`` that just finished (the simulator's ``observe_finish``)."""
+        self.learn(table.users[table.user[row]], int(table.gpus[row]), runtime)
+
     def learn_runs(self, runs: FinishedRuns) -> None:
         """Oldest end first, so the deques keep each user's latest runs."""
         for row in runs.by_end():
@@ -96,9 +100,3 @@ class RunHistory:
         per_row = est[inverse.reshape(-1)]
         return np.where(np.isnan(per_row), out, per_row)
 
-
-def runs_before(table: JobTable, cutoff: float) -> FinishedRuns:
-    """The runs a scheduler knows at ``cutoff``: rows of ``table`` (a trace part) that ended by then
-    (``submit + runtime``, the trace's own timing)."""
-    runs = FinishedRuns.from_table(table)
-    return runs.select(np.flatnonzero(runs.end <= cutoff).astype(np.int64))

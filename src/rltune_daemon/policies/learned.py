@@ -82,7 +82,7 @@ class LearnedPolicy(Policy):
 
     def observe_finish(self, table: JobTable, row: int, runtime: float) -> None:
         if self.learns_history:
-            self.history.learn(table.users[table.user[row]], int(table.gpus[row]), runtime)
+            self.history.learn_row(table, row, runtime)
 
     @property
     def feature_mode(self) -> str:

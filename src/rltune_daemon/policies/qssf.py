@@ -33,7 +33,7 @@ class QSSF(Policy):
         self.history.learn_runs(runs)
 
     def observe_finish(self, table: JobTable, row: int, runtime: float) -> None:
-        self.history.learn(table.users[table.user[row]], int(table.gpus[row]), runtime)
+        self.history.learn_row(table, row, runtime)
 
     def predict(self, table: JobTable, row: int) -> float:
         job_id = table.ids[row]

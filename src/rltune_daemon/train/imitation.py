@@ -47,7 +47,7 @@ class ImitationRecorder(Policy):
     def observe_finish(self, table: Any, row: int, runtime: float) -> None:
         self.base.observe_finish(table, row, runtime)
         if self.history is not None:
-            self.history.learn(table.users[table.user[row]], int(table.gpus[row]), runtime)
+            self.history.learn_row(table, row, runtime)
 
 
 def fit_imitation(actor: Actor, samples: list[tuple[F32, np.ndarray[Any, np.dtype[np.int64]]]], top_m: int,

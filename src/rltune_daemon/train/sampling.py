@@ -56,7 +56,7 @@ class SamplingPolicy(Policy):
 
     def observe_finish(self, table: JobTable, row: int, runtime: float) -> None:
         if self.history is not None:
-            self.history.learn(table.users[table.user[row]], int(table.gpus[row]), runtime)
+            self.history.learn_row(table, row, runtime)
 
     def scores(self, view: QueueView) -> F64:
         from rltune_daemon import features
