@@ -170,6 +170,26 @@ def test_no_accounting_for_a_history_model_names_the_model(tmp_path: Path) -> No
     assert "hist_time input is the requested time" in out.getvalue()
 
 
+def test_no_accounting_for_a_residual_model_over_qssf_names_its_base(tmp_path: Path) -> None:
+    """A residual model (``reach``) over QSSF with 8 inputs needs history only for its base policy."""
+    from rltune_daemon.features.schema import LEGACY_ACTOR_DIM
+
+    model = _model_dir(tmp_path, LEGACY_ACTOR_DIM)
+    mf = json.loads((model / "manifest.json").read_text())
+    mf.update(reach=8.0, base_policy="qssf")
+    (model / "manifest.json").write_text(json.dumps(mf))
+    cfg = config(tmp_path, model=str(model), backend="sim", sim__jobs=120, sim__speedup=0, dry_run=True)
+    backend = _NoAccounting(cfg)
+    backend.slurm.advance(3600.0)
+    out = io.StringIO()
+    d = _daemon(cfg, backend, out)
+    assert d.cycle().outcome == "dry_run"
+    text = out.getvalue()
+    assert f"!!! {model} has no run history" in text
+    assert "the base policy it corrects, qssf, predicts from requested times" in text
+    assert "hist_time" not in text
+
+
 # ---- a real Slurm ----------------------------------------------------------------------------------
 
 def _cfg(tmp_path: Path, c: SlurmTestCluster, **kw: Any) -> DaemonConfig:

@@ -37,6 +37,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--warm-start", type=int, default=0, metavar="EPISODES",
                    help="first imitate the base policy's ranking on this many episodes (0: random init)")
+    p.add_argument("--reach", type=float, default=0.0, metavar="R",
+                   help="residual model: the actor only corrects the base policy's order, each job by fewer "
+                        "than R places; it starts as the base policy exactly (0: the actor ranks on its own)")
+    p.add_argument("--reach-beta", type=float, default=2.0,
+                   help="--reach: sampling temperature in training (logits = beta x key; higher: closer to "
+                        "the base order)")
     p.add_argument("--episodes", choices=("all", "contended"), default="all",
                    help="episode windows: anywhere in the training split, or only the half of "
                         "--screen-episodes candidates that queue most under the base policy")
@@ -73,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         features=args.features, metric=args.metric, estimates=args.estimates, opts=opts,
         workers=args.workers, episodes_per_iter=args.episodes_per_iter, episode_jobs=args.episode_jobs,
         max_iterations=args.max_iterations, heldout_windows=args.heldout_windows, lr=args.lr,
-        warm_start_episodes=args.warm_start, credit=args.credit,
+        warm_start_episodes=args.warm_start, credit=args.credit, reach=args.reach, reach_beta=args.reach_beta,
         episodes=args.episodes, screen_episodes=args.screen_episodes, validation=args.validation,
         progress=sys.stderr.isatty(),
     )

@@ -75,5 +75,9 @@ class Policy(ABC):
     def learn_runs(self, runs: FinishedRuns) -> None:  # noqa: B027
         """Learn from finished runs, oldest end first (a live cluster's sacct, a trace's history)."""
 
+    def without_history(self, who: str) -> str:
+        """What ``who`` (this policy, as the admin configured it) does when no run history can be had."""
+        return f"{who} predicts from requested times"
+
     def describe(self) -> str:
         return self.name

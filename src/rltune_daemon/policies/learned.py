@@ -3,7 +3,9 @@
 ``load_learned(path)`` refuses a missing, corrupt or mismatched model with a one-line ``UserError``
 (callers fall back to their base policy). Queues are ranked in chunks of ``MAX_QUEUE`` jobs by age, as
 the paper bounds its queue to 256: the oldest 256 are ranked by the actor, then the next 256, and so
-on, so a huge backlog can never bury old jobs under a stream of new favourites.
+on, so a huge backlog can never bury old jobs under a stream of new favourites. A *residual* model
+(manifest ``reach`` > 0, ``policies.residual``) instead corrects its base policy's order by fewer than
+``reach`` places per job.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from rltune_daemon.domain.history import FinishedRuns, RunHistory
 from rltune_daemon.errors import UserError
 from rltune_daemon.features.schema import LEGACY_ACTOR_DIM, new_history
 from rltune_daemon.policies.base import Policy, QueueView
+from rltune_daemon.policies.residual import base_ranks, keys_to_scores, reorder_keys
 
 MAX_QUEUE = 256
 MODEL_FILE = "actor.pt"
@@ -52,17 +55,21 @@ def chunk_rank(view: QueueView) -> np.ndarray[Any, np.dtype[np.int64]]:
 @dataclass
 class LearnedPolicy(Policy):
     """Scores = -(actor output), chunked by age; deterministic. A model whose inputs include the
-    ``hist_time`` slot keeps a run history (fed like QSSF's: the trace's past, finished jobs, sacct)."""
+    ``hist_time`` slot keeps a run history (fed like QSSF's: the trace's past, finished jobs, sacct).
+    A residual model (``base`` set) reorders ``base``'s order by fewer than ``reach`` places."""
 
     actor: Any  # torch.jit.ScriptModule
     manifest: dict[str, Any]
     path: str = ""
     history: RunHistory = field(default_factory=new_history)
+    base: Policy | None = None
+    reach: float = 0.0
 
     name = "rltune"
 
     def __post_init__(self) -> None:
-        self.learns_history = self.feature_mode == "sampled" and self.input_dim > LEGACY_ACTOR_DIM
+        self.own_history = self.feature_mode == "sampled" and self.input_dim > LEGACY_ACTOR_DIM
+        self.learns_history = self.own_history or (self.base is not None and self.base.learns_history)
 
     @property
     def input_dim(self) -> int:
@@ -74,15 +81,28 @@ class LearnedPolicy(Policy):
 
     @property
     def runs_learned(self) -> int:
-        return self.history.runs if self.learns_history else 0
+        if self.own_history:
+            return self.history.runs
+        return self.base.runs_learned if self.base is not None else 0
 
     def learn_runs(self, runs: FinishedRuns) -> None:
-        if self.learns_history:
+        if self.own_history:
             self.history.learn_runs(runs)
+        if self.base is not None:
+            self.base.learn_runs(runs)
 
     def observe_finish(self, table: JobTable, row: int, runtime: float) -> None:
-        if self.learns_history:
+        if self.own_history:
             self.history.learn_row(table, row, runtime)
+        if self.base is not None:
+            self.base.observe_finish(table, row, runtime)
+
+    def without_history(self, who: str) -> str:
+        parts = ([f"{who}'s hist_time input is the requested time, which it did not see in training"]
+                 if self.own_history else [])
+        if self.base is not None and self.base.learns_history:
+            parts.append(self.base.without_history(f"the base policy it corrects, {self.base.name},"))
+        return "; ".join(parts)
 
     @property
     def feature_mode(self) -> str:
@@ -99,7 +119,7 @@ class LearnedPolicy(Policy):
     def raw_scores(self, view: QueueView) -> F64:
         import torch
 
-        if self.learns_history:
+        if self.own_history:
             view = dataclasses.replace(view, history=self.history)
         x_all = feature_matrix(view, self.feature_mode)
         x = torch.from_numpy(np.ascontiguousarray(x_all[:, : self.input_dim]))
@@ -111,6 +131,9 @@ class LearnedPolicy(Policy):
         if not len(view.idx):
             return np.zeros(0)
         s = self.raw_scores(view)
+        if self.base is not None:
+            ranks = base_ranks(self.base.scores(view), view)
+            return keys_to_scores(reorder_keys(s, ranks, self.reach), ranks)
         # Keep chunks apart whatever the actor says: squash scores into (-1, 1) and offset by chunk.
         return np.asarray(chunk_rank(view) * 4.0 - np.tanh(s / 8.0), dtype=np.float64)
 
@@ -142,7 +165,7 @@ def model_identity(path: str | Path) -> dict[str, Any]:
     heldout = manifest.get("heldout") or {}
     return {"actor_sha256": hashlib.sha256(model.read_bytes()).hexdigest()[:16],
             **{k: manifest.get(k) for k in ("trace", "base_policy", "iterations", "best_iteration",
-                                            "training_minutes", "seed")},
+                                            "training_minutes", "seed", "reach")},
             "heldout_bsld": (heldout.get("model") or {}).get("bsld"),
             "heldout_base_bsld": (heldout.get("base") or {}).get("bsld")}
 
@@ -180,4 +203,15 @@ def load_learned(path: str | Path) -> LearnedPolicy:
     except Exception as exc:  # torch raises many types for a bad archive
         raise UserError(f"model {p}: {MODEL_FILE} is not a usable TorchScript actor "
                         f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from exc
-    return LearnedPolicy(actor, manifest, str(p))
+    reach = manifest.get("reach", 0) or 0
+    if not isinstance(reach, (int, float)) or reach < 0:
+        raise UserError(f"model {p}: {MANIFEST_FILE} has reach {reach!r}; expected a number >= 0")
+    base = None
+    if reach > 0:
+        from rltune_daemon.policies.registry import make_policy
+
+        try:
+            base = make_policy(str(manifest.get("base_policy", "")))
+        except UserError as err:
+            raise UserError(f"model {p}: a residual model needs its base policy ({err})") from err
+    return LearnedPolicy(actor, manifest, str(p), base=base, reach=float(reach))

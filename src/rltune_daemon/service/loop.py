@@ -167,8 +167,7 @@ class Daemon:
         except SlurmError as err:
             self.metrics.errors.labels("history").inc()
             who = self.choice.label
-            effect = (f"{who} predicts from requested times" if policy.name == "qssf" else
-                      f"{who}'s hist_time input is the requested time, which it did not see in training")
+            effect = policy.without_history(who)
             if not self._history_failing:
                 self.log.warning("history_unavailable", cycle=rep.cycle, policy=who, error=str(err),
                                  effect=f"{effect}; retried every {HISTORY_RETRY_S / 60:g} minutes")

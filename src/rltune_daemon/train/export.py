@@ -53,6 +53,7 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
         "validation_reward": None if best.get("val_reward", -math.inf) == -math.inf else best["val_reward"],
         "reward_metric": args.metric,
         "warm_start": warm_start or None,
+        "reach": args.reach,  # > 0: a residual model over base_policy (policies.residual)
         "episode_jobs": args.episode_jobs,
         "hyperparameters": {k: v for k, v in vars(args).items() if k not in {"out", "trace", "opts"}
                             and not isinstance(v, Path)},

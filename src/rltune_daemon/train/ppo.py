@@ -76,6 +76,8 @@ class TrainArgs:
     heldout_windows: int = 10
     heldout_window_size: int = 1024
     warm_start_episodes: int = 0  # >0: imitate the base policy on that many episodes before PPO
+    reach: float = 0.0  # >0: residual actor, corrects the base order by < reach places (policies.residual)
+    reach_beta: float = 2.0  # residual actor: sampling temperature (logits = beta * key)
     episodes: str = "all"  # all | contended: train and validate only on windows that queue (see below)
     validation: str = "anywhere"  # anywhere | tail: validate on the last 10 % only (see _episode_spans)
     screen_episodes: int = 128  # episodes = contended: candidate windows simulated under the base policy
@@ -159,7 +161,8 @@ def _episode(actor: Actor, critic: Critic, start: int, seed: int, deterministic:
                 "rl": {k: base[k] for k in METRICS}, "base": {k: base[k] for k in METRICS}}
     rng = np.random.default_rng(seed)
     policy = SamplingPolicy(actor, critic, args.features, rng, args.top_m, deterministic,
-                            _W["history"].history(start) if args.features == "sampled" else None)
+                            _W["history"].history(start) if args.features == "sampled" else None,
+                            **_residual(args, start))
     ctl = planner_controller(policy, args.mode, placement=False, react=args.react)
     wl = episode_workload(_W["train"], start, args.episode_jobs)
     res = Simulator(wl, ctl).run()
@@ -178,6 +181,25 @@ def _episode(actor: Actor, critic: Critic, start: int, seed: int, deterministic:
     return {"steps": steps, "reward": episode_reward, "start": start,
             "skipped": False, "rl": {k: res.metrics[k] for k in METRICS},
             "base": {k: base[k] for k in METRICS}}
+
+
+def _residual(args: TrainArgs, start: int) -> dict[str, Any]:
+    """A residual actor's base policy (given the episode's history, as the reward's base is)."""
+    from rltune_daemon.policies import make_policy
+
+    if args.reach <= 0:
+        return {}
+    return {"base": _W["history"].prime(make_policy(args.base), start), "reach": args.reach,
+            "beta": args.reach_beta}
+
+
+def logits(actor: Actor, x: torch.Tensor, offset: torch.Tensor, args: TrainArgs) -> torch.Tensor:
+    """The Plackett-Luce logits of a decision's jobs: the actor's scores, or for a residual actor
+    ``beta * (reach/2 * tanh(m) - base rank)`` (``offset`` holds ``-beta * base rank``)."""
+    out: torch.Tensor = actor(x)
+    if args.reach <= 0:
+        return out
+    return args.reach_beta * 0.5 * args.reach * torch.tanh(out) + offset
 
 
 def _rollouts(payload: tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], list[tuple[int, int]], bool]
@@ -209,12 +231,16 @@ def _pad(steps: Sequence[Step], top_m: int) -> tuple[torch.Tensor, ...]:
     x = np.zeros((b, n, dim), dtype=np.float32)
     c = np.zeros((b, n, cdim), dtype=np.float32)
     mask = np.zeros((b, n), dtype=np.bool_)
+    off = np.zeros((b, n), dtype=np.float32)
     picks = np.full((b, top_m), -1, dtype=np.int64)
     for i, s in enumerate(steps):
         k = len(s.actor_x)
         x[i, :k], c[i, :k], mask[i, :k] = s.actor_x, s.critic_x, True
+        if s.offset is not None:
+            off[i, :k] = s.offset
         picks[i, : len(s.picks)] = s.picks
-    return torch.from_numpy(x), torch.from_numpy(c), torch.from_numpy(mask), torch.from_numpy(picks)
+    return (torch.from_numpy(x), torch.from_numpy(c), torch.from_numpy(mask), torch.from_numpy(picks),
+            torch.from_numpy(off))
 
 
 def ppo_update(actor: Actor, critic: Critic, opt: torch.optim.Optimizer, steps: list[Step],
@@ -231,8 +257,8 @@ def ppo_update(actor: Actor, critic: Critic, opt: torch.optim.Optimizer, steps: 
         order = rng.permutation(len(steps))
         for lo in range(0, len(order), args.minibatch):
             mb = order[lo : lo + args.minibatch]
-            x, c, mask, picks = _pad([steps[i] for i in mb], args.top_m)
-            scores = actor(x)
+            x, c, mask, picks, off = _pad([steps[i] for i in mb], args.top_m)
+            scores = logits(actor, x, off, args)
             logp = plackett_luce_logp(scores, mask, picks)
             ratio = torch.exp(logp - old_logp[mb])
             a = adv[mb]
@@ -289,11 +315,21 @@ def train(args: TrainArgs) -> dict[str, Any]:
         raise UserError("--screen-episodes must be at least 2 with --episodes contended")
     if args.validation not in ("anywhere", "tail"):
         raise UserError(f"validation {args.validation!r}: expected 'anywhere' or 'tail'")
+    if args.reach < 0 or args.reach_beta <= 0:
+        raise UserError(f"--reach {args.reach:g} / --reach-beta {args.reach_beta:g}: expected reach >= 0 "
+                        "and beta > 0")
+    if args.reach > 0 and args.warm_start_episodes > 0:
+        raise UserError("--reach starts from the base policy's exact order: drop --warm-start")
     _worker_init(args)  # also validates the trace in the main process
     train_wl: Workload = _W["train"]
     n_starts, val_span = _episode_spans(train_wl, args)
     dim = _input_dim(args.features)
     actor, critic = Actor(dim, args.hidden), Critic(5, args.hidden)
+    if args.reach > 0:  # correction 0 everywhere: the base policy's order exactly
+        last = actor.net[-1]
+        assert isinstance(last, torch.nn.Linear)
+        torch.nn.init.zeros_(last.weight)
+        torch.nn.init.zeros_(last.bias)
     opt = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=args.lr)
     workers = args.workers or os.cpu_count() or 1
     args.out.mkdir(parents=True, exist_ok=True)
@@ -339,6 +375,12 @@ def train(args: TrainArgs) -> dict[str, Any]:
 
     try:
         it = 0
+        if args.reach > 0:  # the base order itself is a candidate: keep it when no correction helped
+            val0 = float(np.mean([ep["reward"] for ep in run(val_jobs, deterministic=True)]))
+            best = {"val_reward": val0, "iteration": 0,
+                    "actor": {k: v.detach().clone() for k, v in actor.state_dict().items()}}
+            if not args.progress:
+                print(f"iter 0 val {val0:+.3f} (the base order)", flush=True)
         while True:
             elapsed = time.perf_counter() - t_start
             done = it >= args.max_iterations if args.max_iterations else elapsed >= budget
