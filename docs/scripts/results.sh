@@ -169,6 +169,17 @@ if [ -n "${HIST:-}" ]; then
   "$RLTUNE" evaluate --trace philly --policies rltune:models/philly-sjf --split train --windows 30 \
     --window-size 1024 --seed 0 --out docs/results/philly-hist/train-split
 fi
+# Residual models (RESIDUAL=1; rule written before the runs: docs/results/philly-residual/RULE.md): the actor
+# corrects SJF's order by fewer than 8 places; judged on the training part's tail against the shipped model.
+if [ -n "${RESIDUAL:-}" ]; then
+  for t in philly helios; do
+    out=docs/results/philly-residual/model$([ "$t" = helios ] && echo -helios)
+    "$RLTUNE" train --trace "$t" --base sjf --minutes "${LONG_MINUTES:-30}" --seed 0 --episode-jobs 1024 --reach 8 $([ "$t" = helios ] && echo --credit step) \
+      --out "$out"
+    "$RLTUNE" evaluate --split train-tail --windows 30 --window-size 1024 --seed 0 --trace "$t" \
+      --policies "rltune:$out" --out "docs/results/philly-residual/train-tail$([ "$t" = helios ] && echo -helios)"
+  done
+fi
 # Retraining a shipped model (RETRAIN="helios philly ..."): the same training command into models-new/, then
 # judged against the shipped model on 30 training-split windows (the shipped one's run is
 # guard-stretch/train-<t>-x2). The one with lower BSLD and wait goes to models/ (copied by hand), and the

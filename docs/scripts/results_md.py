@@ -134,14 +134,15 @@ def guard_section() -> None:
         for name, m in old["policies"].items():
             o = base["policies"][name]
             cells = []
+            dagger = " †" if name.startswith("rltune:") and earlier(old) else ""
             for key, fmt in (("bsld", "{:.2f}"), ("wait_mean", "{:.0f}")):
                 cells.append(fmt.format(o[key]))
-                cells.append(fmt.format(m[key]))
+                cells.append(fmt.format(m[key]) + dagger)
                 for extra in (one, off):
                     e = extra["policies"].get(name) if extra else None
                     mark = " †" if extra and e and name.startswith("rltune:") and earlier(extra) else ""
                     cells.append(fmt.format(e[key]) + mark if e else "n/a")
-            cells += [f"{o['wait_max'] / 86400:.1f}", f"{m['wait_max'] / 86400:.1f}"]
+            cells += [f"{o['wait_max'] / 86400:.1f}", f"{m['wait_max'] / 86400:.1f}{dagger}"]
             print(f"| {t} | `{name}` | " + " | ".join(cells) + " |")
     if any(r and earlier(r) for row in rows for r in row[1:]):
         print("\n† measured with the model shipped before this directory was retrained (its actor hash "
@@ -395,6 +396,46 @@ def history_input() -> None:
     print()
 
 
+def residual_models() -> None:
+    """Residual models (``--reach``): SJF's order with local swaps, judged on the training part's tail
+    against the shipped model (rule: docs/results/philly-residual/RULE.md)."""
+    rows: list[tuple[str, str, dict | None, str]] = [  # type: ignore[type-arg]
+        ("philly", "daemon:sjf", load("train-tail/philly"), "`daemon:sjf`"),
+        ("philly", "rltune:docs/results/philly-hist/model", load("philly-hist/train-tail"),
+         "shipped `models/philly-sjf` (philly-hist/model)"),
+        ("philly", "rltune:docs/results/philly-residual/model", load("philly-residual/train-tail"),
+         "residual, reach 8 (run 1)"),
+        ("helios", "daemon:sjf", load("train-tail/helios"), "`daemon:sjf`"),
+        ("helios", "rltune:models/helios-sjf", load("train-tail/helios"),
+         "`models/helios-sjf` shipped before (train-tail/studied/helios-sjf)"),
+        ("helios", "rltune:docs/results/philly-residual/model-helios",
+         load("philly-residual/train-tail-helios"),
+         "residual, reach 8, `--credit step` (run 2; shipped since as `models/helios-sjf`)"),
+    ]
+    if rows[2][2] is None:
+        return
+    print("## Residual models: the base order with local swaps (philly, helios)\n")
+    print("`rltune train ... --reach 8`: the actor corrects SJF's order, each job by fewer than 8 places, "
+          "and starts as SJF's order exactly (docs/learning.md, \"Residual models\"). Rule, written before "
+          "the runs: [RULE.md](results/philly-residual/RULE.md). Tail = the training part's last 10 %, 30 x "
+          "1024 jobs, seed 0 (the choice). Commands: "
+          + "; ".join(dict.fromkeys(f"`{res['config']['command']}`" for _, _, res, _ in rows if res)) + "\n")
+    print("| trace | policy | BSLD, tail | wait (s), tail | "
+          "trainer's held-out BSLD / wait (recorded, not used) |")
+    print("|---|---|---|---|---|")
+    for trace, name, res, label in rows:
+        if res is None or name not in res["policies"]:
+            continue
+        m = res["policies"][name]
+        held = "-"
+        model = ROOT.parent.parent / name.removeprefix("rltune:")
+        if "residual" in name and (model / "manifest.json").is_file():
+            h = json.loads((model / "manifest.json").read_text()).get("heldout") or {}
+            held = f"{h['model']['bsld']:.2f} / {h['model']['wait_mean']:.0f}" if h else "-"
+        print(f"| {trace} | {label} | {m['bsld']:.3f} | {m['wait_mean']:.2f} | {held} |")
+    print()
+
+
 def main() -> int:
     if "--summary" in sys.argv:
         summary()
@@ -464,6 +505,7 @@ def main() -> int:
     temporal_validation()
     qssf_history()
     history_input()
+    residual_models()
     variant_table("MILP vs greedy placement (philly, the same learned actor)", "", ("mode", "placement"),
                   [("philly-event", "event", "MILP"), ("philly-greedy-event", "event", "greedy"),
                    ("philly-noguard", "daemon, guard off", "MILP"),
@@ -491,8 +533,11 @@ def main() -> int:
                 continue
             for name, m in r["policies"].items():
                 o = base["policies"][name]
-                print(f"| {t} | `{name}` | {o['bsld']:.2f} | {m['bsld']:.2f} | {o['wait_mean']:.0f} | "
-                      f"{m['wait_mean']:.0f} |")
+                dagger = " †" if name.startswith("rltune:") and earlier(r) else ""
+                print(f"| {t} | `{name}` | {o['bsld']:.2f} | {m['bsld']:.2f}{dagger} | "
+                      f"{o['wait_mean']:.0f} | {m['wait_mean']:.0f}{dagger} |")
+        if any(r is not None and earlier(r) for _, _, r in react_rows):
+            print("\n† measured with the model shipped before this directory was retrained.")
         print()
     return 0
 

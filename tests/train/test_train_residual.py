@@ -158,6 +158,8 @@ def test_residual_training_keeps_the_base_order_when_nothing_helped(tmp_path: Pa
     manifest = train(tiny_args(tmp_path / "r", reach=8.0, max_iterations=2, validate_every=1))
     assert manifest["reach"] == 8.0
     assert manifest["best_iteration"] is not None and manifest["validation_reward"] is not None
+    assert manifest["validation_reward"] >= manifest["validation_reward_start"]  # never behind the base order
+    assert (tmp_path / "r" / "training_curve.png").is_file()
     loaded = load_learned(tmp_path / "r")
     x = torch.randn(32, features.ACTOR_DIM, generator=torch.Generator().manual_seed(0))
     out = loaded.actor(x)

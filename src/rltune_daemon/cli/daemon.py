@@ -61,7 +61,7 @@ def check_config(cfg: DaemonConfig, path: Path | None) -> int:
         if choice.behind_base:
             print(f"warning: {choice.behind_base}")
     if choice.policy.learns_history:
-        print(f"history: {choice.policy.name} learns finished runs from sacct (last "
+        print(f"history: {choice.label} learns finished runs from sacct (last "
               f"{cfg.slurm.history_days:g} days, needs slurmdbd; --dry-run shows what it got)")
     placer = CountingPlacer(cfg.planner.placer, cfg.planner.milp_time_limit)
     print(f"placer: {placer.unavailable or cfg.planner.placer}")

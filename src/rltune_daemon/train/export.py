@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 
 def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[str, Any]],
-                 best: dict[str, Any], warm_start: dict[str, float] | None = None) -> dict[str, Any]:
+                 best: dict[str, Any], warm_start: dict[str, float] | None = None,
+                 start_val: float | None = None) -> dict[str, Any]:
     from rltune_daemon import features
     from rltune_daemon.evaluate.runner import EvalConfig, evaluate
     from rltune_daemon.features import naive
@@ -54,6 +55,7 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
         "reward_metric": args.metric,
         "warm_start": warm_start or None,
         "reach": args.reach,  # > 0: a residual model over base_policy (policies.residual)
+        "validation_reward_start": start_val,  # residual: the base order's own (iteration 0)
         "episode_jobs": args.episode_jobs,
         "hyperparameters": {k: v for k, v in vars(args).items() if k not in {"out", "trace", "opts"}
                             and not isinstance(v, Path)},
@@ -75,7 +77,8 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
     return manifest
 
 
-def plot_curve(rows: list[dict[str, Any]], path: Path, title: str) -> None:
+def plot_curve(rows: list[dict[str, Any]], path: Path, title: str, start_val: float | None = None) -> None:
+    """Rewards and BSLD per iteration; ``start_val`` (a residual run's base order) is drawn at 0."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -87,8 +90,12 @@ def plot_curve(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
     ax1.plot(it, [r["reward"] for r in rows], label="training reward (sampled)", alpha=0.6)
     val = [(r["iteration"], r["val_reward"]) for r in rows if not math.isnan(r["val_reward"])]
+    if start_val is not None:
+        val = [(0, start_val), *val]
     if val:
         ax1.plot(*zip(*val, strict=True), marker="o", label="validation reward (deterministic)")
+    if start_val is not None:
+        ax1.plot([0], [start_val], marker="s", color="black", ls="", label="the base order (iteration 0)")
     ax1.axhline(0.0, color="grey", lw=0.8)
     ax1.set_ylabel("normalised gap to base\n(> 0: better than base)")
     ax1.legend(fontsize=8)

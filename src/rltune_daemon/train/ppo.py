@@ -373,10 +373,12 @@ def train(args: TrainArgs) -> dict[str, Any]:
         futures = [pool.submit(_rollouts, (payload_a, payload_c, p, deterministic)) for p in parts if p]
         return [ep for f in futures for ep in f.result()]
 
+    start_val: float | None = None  # residual: the validation reward of the base order (iteration 0)
     try:
         it = 0
         if args.reach > 0:  # the base order itself is a candidate: keep it when no correction helped
             val0 = float(np.mean([ep["reward"] for ep in run(val_jobs, deterministic=True)]))
+            start_val = val0
             best = {"val_reward": val0, "iteration": 0,
                     "actor": {k: v.detach().clone() for k, v in actor.state_dict().items()}}
             if not args.progress:
@@ -440,8 +442,8 @@ def train(args: TrainArgs) -> dict[str, Any]:
     train_minutes = (time.perf_counter() - t_start) / 60.0
     _write_csv(args.out / "training.csv", rows)
     title = f"{args.trace}: RLTune vs {args.base} ({args.mode} mode)"
-    plot_curve(rows, args.out / "training_curve.png", title)
-    summary = export_model(actor, args, train_minutes, rows, best, warm)
+    plot_curve(rows, args.out / "training_curve.png", title, start_val)
+    summary = export_model(actor, args, train_minutes, rows, best, warm, start_val)
     return summary
 
 
