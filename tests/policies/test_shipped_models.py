@@ -45,3 +45,30 @@ def test_demo_repeats_the_models_own_caveat(capsys: pytest.CaptureFixture[str]) 
         out = capsys.readouterr().out
         behind = ident["heldout_bsld"] is not None and ident["heldout_bsld"] > ident["heldout_base_bsld"]
         assert ("note: on held-out windows" in out) == behind
+
+
+@pytest.mark.parametrize("path", MODELS, ids=[p.name for p in MODELS])
+def test_shipped_residual_model_keeps_its_bound(path: Path) -> None:
+    """A shipped residual model (manifest ``reach``) moves no job ``reach`` or more places from its base
+    policy's order on a queue of 300 (the promise --check-config prints)."""
+    import numpy as np
+
+    from rltune_daemon.domain.arrays import ClusterArrays, JobTable
+    from rltune_daemon.domain.jobs import Job
+    from rltune_daemon.policies.base import QueueView
+    from rltune_daemon.policies.residual import base_ranks
+    from rltune_daemon.traces.testbed import cluster
+
+    policy = load_learned(path)
+    if policy.base is None:
+        pytest.skip("not a residual model")
+    rng = np.random.default_rng(0)
+    jobs = [Job(f"j{k}", 1e5 - float(rng.uniform(0, 5e4)), int(rng.choice([1, 2, 4, 8])),
+                float(rng.uniform(60, 2e4)), user=f"u{int(rng.integers(5))}") for k in range(300)]
+    spec = cluster()
+    view = QueueView(JobTable.from_jobs(jobs, spec), np.arange(300, dtype=np.int64), 1e5,
+                     ClusterArrays.from_spec(spec))
+    place = policy.scores(view)
+    ranks = base_ranks(policy.base.scores(view), view)
+    assert np.abs(place - ranks).max() < policy.reach
+    assert (place != ranks).any() or policy.manifest.get("best_iteration") == 0
