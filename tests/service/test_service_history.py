@@ -142,32 +142,33 @@ class _NoAccounting(SimBackend):
         raise SlurmCommandError(["sacct"], 1, "sacct: error: Slurm accounting storage is disabled")
 
 
-def test_no_accounting_is_said_once_and_cycles_go_on(tmp_path: Path) -> None:
-    cfg = config(tmp_path, base_policy="qssf", backend="sim", sim__jobs=120, sim__speedup=0, dry_run=True)
+def _dry_runs_without_accounting(tmp_path: Path, cycles: int, **kw: Any) -> tuple[Daemon, str]:
+    """``cycles`` dry-run cycles of a simulated cluster whose sacct fails; each must still be a dry run.
+    Returns the daemon and what it printed."""
+    cfg = config(tmp_path, backend="sim", sim__jobs=120, sim__speedup=0, dry_run=True, **kw)
     backend = _NoAccounting(cfg)
     backend.slurm.advance(3600.0)
     out = io.StringIO()
     d = _daemon(cfg, backend, out)
-    reps = [d.cycle() for _ in range(3)]
-    assert [r.outcome for r in reps] == ["dry_run"] * 3
+    assert [d.cycle().outcome for _ in range(cycles)] == ["dry_run"] * cycles
+    return d, out.getvalue()
+
+
+def test_no_accounting_is_said_once_and_cycles_go_on(tmp_path: Path) -> None:
+    d, text = _dry_runs_without_accounting(tmp_path, 3, base_policy="qssf")
     warnings = [e for e in d.log.events if e[1] == "history_unavailable"]
     assert len(warnings) == 1 and "accounting storage is disabled" in warnings[0][2]["error"]
     assert d.metrics.registry.get_sample_value("rltune_errors_total", {"kind": "history"}) == 3
-    assert "!!! qssf has no run history" in out.getvalue()
+    assert "!!! qssf has no run history" in text
 
 
 def test_no_accounting_for_a_history_model_names_the_model(tmp_path: Path) -> None:
     from rltune_daemon.features import ACTOR_DIM
 
     model = _model_dir(tmp_path, ACTOR_DIM)
-    cfg = config(tmp_path, model=str(model), backend="sim", sim__jobs=120, sim__speedup=0, dry_run=True)
-    backend = _NoAccounting(cfg)
-    backend.slurm.advance(3600.0)
-    out = io.StringIO()
-    d = _daemon(cfg, backend, out)
-    assert d.cycle().outcome == "dry_run"
-    assert f"!!! {model} has no run history" in out.getvalue()
-    assert "hist_time input is the requested time" in out.getvalue()
+    _, text = _dry_runs_without_accounting(tmp_path, 1, model=str(model))
+    assert f"!!! {model} has no run history" in text
+    assert "hist_time input is the requested time" in text
 
 
 def test_no_accounting_for_a_residual_model_over_qssf_names_its_base(tmp_path: Path) -> None:
@@ -178,13 +179,7 @@ def test_no_accounting_for_a_residual_model_over_qssf_names_its_base(tmp_path: P
     mf = json.loads((model / "manifest.json").read_text())
     mf.update(reach=8.0, base_policy="qssf")
     (model / "manifest.json").write_text(json.dumps(mf))
-    cfg = config(tmp_path, model=str(model), backend="sim", sim__jobs=120, sim__speedup=0, dry_run=True)
-    backend = _NoAccounting(cfg)
-    backend.slurm.advance(3600.0)
-    out = io.StringIO()
-    d = _daemon(cfg, backend, out)
-    assert d.cycle().outcome == "dry_run"
-    text = out.getvalue()
+    _, text = _dry_runs_without_accounting(tmp_path, 1, model=str(model))
     assert f"!!! {model} has no run history" in text
     assert "the base policy it corrects, qssf, predicts from requested times" in text
     assert "hist_time" not in text

@@ -23,6 +23,14 @@ I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
 
 
+def places(order: npt.NDArray[np.intp] | I64) -> I64:
+    """The inverse of a sorting permutation: ``places(order)[i]`` is element ``i``'s place in ``order``
+    (0 = first), e.g. a job's rank from ``np.lexsort`` of the queue."""
+    out = np.empty(len(order), dtype=np.int64)
+    out[order] = np.arange(len(order), dtype=np.int64)
+    return out
+
+
 def type_mask(gpu_types: Sequence[str], cluster_types: Sequence[str]) -> int:
     """Bit i set when ``cluster_types[i]`` is acceptable; an empty request accepts every type."""
     if not gpu_types:

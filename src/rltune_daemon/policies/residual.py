@@ -20,17 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from rltune_daemon.domain.arrays import F64, I64
+from rltune_daemon.domain.arrays import F64, I64, places
 from rltune_daemon.policies.base import QueueView
 
 
 def base_ranks(base_scores: F64, view: QueueView) -> I64:
     """Each pending job's place in the base policy's order (0 = first): lower score first, then older,
     then lower row, the order the planner and the imitation warm start use."""
-    order = np.lexsort((view.idx, view.table.submit[view.idx], base_scores))
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    return rank
+    return places(np.lexsort((view.idx, view.table.submit[view.idx], base_scores)))
 
 
 def reorder_keys(correction: np.ndarray[Any, Any], ranks: np.ndarray[Any, Any], reach: float) -> F64:
@@ -41,7 +38,4 @@ def reorder_keys(correction: np.ndarray[Any, Any], ranks: np.ndarray[Any, Any], 
 
 def keys_to_scores(keys: F64, ranks: I64) -> F64:
     """Policy scores (lower first) from reorder keys: the job's final place, ties kept in base order."""
-    order = np.lexsort((ranks, -keys))
-    place = np.empty(len(order), dtype=np.float64)
-    place[order] = np.arange(len(order), dtype=np.float64)
-    return place
+    return places(np.lexsort((ranks, -keys))).astype(np.float64)

@@ -202,6 +202,11 @@ def logits(actor: Actor, x: torch.Tensor, offset: torch.Tensor, args: TrainArgs)
     return args.reach_beta * 0.5 * args.reach * torch.tanh(out) + offset
 
 
+def _state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """A detached copy of ``module``'s weights: shipped to rollout workers, kept as the best so far."""
+    return {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+
 def _rollouts(payload: tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], list[tuple[int, int]], bool]
               ) -> list[dict[str, Any]]:
     actor_state, critic_state, jobs, deterministic = payload
@@ -365,8 +370,7 @@ def train(args: TrainArgs) -> dict[str, Any]:
     bar = tqdm(total=int(budget), unit="s", desc=f"train {args.trace}", disable=not args.progress)
 
     def run(jobs: list[tuple[int, int]], deterministic: bool) -> list[dict[str, Any]]:
-        payload_a = {k: v.detach().clone() for k, v in actor.state_dict().items()}
-        payload_c = {k: v.detach().clone() for k, v in critic.state_dict().items()}
+        payload_a, payload_c = _state(actor), _state(critic)
         if pool is None:
             return _rollouts((payload_a, payload_c, jobs, deterministic))
         parts = [jobs[i::workers] for i in range(workers)]
@@ -377,12 +381,10 @@ def train(args: TrainArgs) -> dict[str, Any]:
     try:
         it = 0
         if args.reach > 0:  # the base order itself is a candidate: keep it when no correction helped
-            val0 = float(np.mean([ep["reward"] for ep in run(val_jobs, deterministic=True)]))
-            start_val = val0
-            best = {"val_reward": val0, "iteration": 0,
-                    "actor": {k: v.detach().clone() for k, v in actor.state_dict().items()}}
+            start_val = float(np.mean([ep["reward"] for ep in run(val_jobs, deterministic=True)]))
+            best = {"val_reward": start_val, "iteration": 0, "actor": _state(actor)}
             if not args.progress:
-                print(f"iter 0 val {val0:+.3f} (the base order)", flush=True)
+                print(f"iter 0 val {start_val:+.3f} (the base order)", flush=True)
         while True:
             elapsed = time.perf_counter() - t_start
             done = it >= args.max_iterations if args.max_iterations else elapsed >= budget
@@ -419,7 +421,7 @@ def train(args: TrainArgs) -> dict[str, Any]:
                 row["val_reward"] = float(np.mean([ep["reward"] for ep in val]))
                 if row["val_reward"] > best["val_reward"]:
                     best = {"val_reward": row["val_reward"], "iteration": it,
-                            "actor": {k: v.detach().clone() for k, v in actor.state_dict().items()}}
+                            "actor": _state(actor)}
                 torch.save({"actor": actor.state_dict(), "critic": critic.state_dict(),
                             "optimizer": opt.state_dict(), "iteration": it, "args": asdict(args)},
                            args.out / "checkpoints" / "last.pt")
