@@ -17,6 +17,7 @@ from rltune_daemon.cli.common import run_guarded
 COMMAND_MODULES = (
     "rltune_daemon.cli.trace_cmd",
     "rltune_daemon.cli.evaluate_cmd",
+    "rltune_daemon.cli.compare_cmd",
     "rltune_daemon.cli.bench_cmd",
     "rltune_daemon.cli.train_cmd",
 )

@@ -1,0 +1,42 @@
+"""``rltune compare``: is one evaluated policy ahead of another on the same windows, beyond noise?"""
+
+from __future__ import annotations
+
+import argparse
+
+from rltune_daemon.cli.common import print_json
+from rltune_daemon.evaluate.paired import METRICS, SIGMA_DEFAULT, load_side, overall, paired_diffs
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("compare", help="paired comparison of two evaluated policies, with a tie band")
+    p.add_argument("a", metavar="A", help="RESULTS[#POLICY]: an 'rltune evaluate' results.json (or its "
+                                          "directory) and the policy; POLICY may be left out if it holds one")
+    p.add_argument("b", metavar="B", help="the same for the policy A is compared with")
+    p.add_argument("--sigma", type=float, default=SIGMA_DEFAULT,
+                   help="standard errors a mean per-window difference must exceed to count as lower or "
+                        f"higher; inside the band it is a tie (default {SIGMA_DEFAULT:g})")
+    p.add_argument("--metrics", default=",".join(METRICS), help="comma-separated per-window metrics")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=compare)
+
+
+def compare(args: argparse.Namespace) -> int:
+    a, b = load_side(args.a), load_side(args.b)
+    metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip())
+    diffs = paired_diffs(a, b, metrics, args.sigma)
+    verdict = overall(diffs)
+    if args.json:
+        print_json({"a": {"path": str(a.path), "policy": a.policy},
+                    "b": {"path": str(b.path), "policy": b.policy},
+                    "windows": len(a.windows), "sigma": args.sigma, "verdict": verdict,
+                    "metrics": [vars(d) for d in diffs]})
+        return 0
+    print(f"A: {a.policy} ({a.path})\nB: {b.policy} ({b.path})\n"
+          f"{len(a.windows)} windows; a difference counts beyond {args.sigma:g} standard errors")
+    print(f"{'metric':<12}{'A':>12}{'B':>12}{'A - B':>12}{'SE':>10}  A is")
+    for d in diffs:
+        print(f"{d.metric:<12}{d.a:>12.3f}{d.b:>12.3f}{d.diff:>+12.3f}{d.se:>10.3f}  {d.verdict}")
+    print(f"verdict: A is {verdict} than B" if verdict in ("better", "worse") else
+          f"verdict: {verdict}")
+    return 0

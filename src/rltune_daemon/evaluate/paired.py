@@ -1,0 +1,123 @@
+"""Is policy A really ahead of policy B on the same windows? A paired comparison with a tie band.
+
+Two means over 30 windows differ in almost every run; whether that difference says anything depends on
+how much the per-window differences scatter. Both policies ran on the same windows, so the difference
+is taken window by window and judged against its standard error: *lower* below ``-sigma`` SE,
+*higher* above ``+sigma`` SE, a *tie* in between. Choosing a model on a difference inside that band is
+choosing on noise (docs/learning.md, "Choosing between two models").
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rltune_daemon.errors import UserError
+
+METRICS = ("bsld", "wait_mean")
+SIGMA_DEFAULT = 2.0
+# evaluation settings that must agree for two result files to hold the same windows
+SAME_WINDOWS = ("trace", "split", "windows", "window_size", "seed", "estimates", "opts")
+
+
+@dataclass(frozen=True)
+class Side:
+    """One policy's per-window results, from one ``results.json``."""
+
+    path: Path
+    policy: str
+    config: dict[str, Any]
+    windows: dict[int, dict[str, float]]
+
+
+@dataclass(frozen=True)
+class PairedDiff:
+    """Mean of ``a - b`` over the shared windows, its standard error and what it amounts to."""
+
+    metric: str
+    a: float
+    b: float
+    diff: float
+    se: float
+    verdict: str  # lower | higher | tie (a against b)
+
+
+def load_side(spec: str) -> Side:
+    """``RESULTS[#POLICY]``: a ``results.json`` (or the directory holding it) and one of its policies;
+    the policy may be left out when the file holds only one."""
+    raw, _, policy = spec.partition("#")
+    path = Path(raw)
+    if path.is_dir():
+        path = path / "results.json"
+    try:
+        data = json.loads(path.read_text())
+        pols: dict[str, Any] = data["policies"]
+        config: dict[str, Any] = data["config"]
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file; give an 'rltune evaluate' results.json or its "
+                        "directory") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"{path}: not an 'rltune evaluate' results.json ({exc})") from None
+    if not policy:
+        if len(pols) != 1:
+            raise UserError(f"{path} holds {len(pols)} policies ({', '.join(pols)}): name one as "
+                            f"{raw}#POLICY")
+        policy = next(iter(pols))
+    if policy not in pols:
+        raise UserError(f"{path}: no policy {policy!r}; it holds {', '.join(pols)}")
+    per_window = pols[policy].get("per_window")
+    if not per_window:
+        raise UserError(f"{path}: policy {policy!r} has no per-window results; re-run 'rltune evaluate'")
+    return Side(path, policy, config, {int(w["window"]): w for w in per_window})
+
+
+def check_same_windows(a: Side, b: Side) -> list[int]:
+    """The window ids both sides ran, refusing results whose windows are not the same ones."""
+    for key in SAME_WINDOWS:
+        if a.config.get(key) != b.config.get(key):
+            raise UserError(f"{a.path} and {b.path} differ in {key} ({a.config.get(key)!r} vs "
+                            f"{b.config.get(key)!r}): compare results evaluated on the same windows")
+    if set(a.windows) != set(b.windows):
+        raise UserError(f"{a.path} and {b.path} hold different windows: compare results evaluated on the "
+                        "same windows")
+    if len(a.windows) < 2:
+        raise UserError(f"{a.path}: a paired comparison needs at least 2 windows, it has {len(a.windows)}")
+    return sorted(a.windows)
+
+
+def paired_diffs(a: Side, b: Side, metrics: tuple[str, ...] = METRICS,
+                 sigma: float = SIGMA_DEFAULT) -> list[PairedDiff]:
+    """Per metric: a's mean, b's mean, mean per-window difference, its standard error, the verdict."""
+    if sigma <= 0:
+        raise UserError(f"--sigma {sigma:g}: expected a positive number of standard errors")
+    ids = check_same_windows(a, b)
+    out = []
+    for m in metrics:
+        try:
+            xs = [float(a.windows[i][m]) for i in ids]
+            ys = [float(b.windows[i][m]) for i in ids]
+        except KeyError:
+            raise UserError(f"metric {m!r} is not in the per-window results; try one of "
+                            f"{', '.join(sorted(a.windows[ids[0]]))}") from None
+        d = [x - y for x, y in zip(xs, ys, strict=True)]
+        n = len(d)
+        mean = sum(d) / n
+        se = math.sqrt(sum((v - mean) ** 2 for v in d) / (n - 1) / n)
+        verdict = "lower" if mean < -sigma * se else "higher" if mean > sigma * se else "tie"
+        out.append(PairedDiff(m, sum(xs) / n, sum(ys) / n, mean, se, verdict))
+    return out
+
+
+def overall(diffs: list[PairedDiff]) -> str:
+    """``better`` (no metric higher, one lower), ``worse`` (the reverse), ``tie`` or ``trade-off``."""
+    v = {d.verdict for d in diffs}
+    if "higher" in v and "lower" in v:
+        return "trade-off"
+    if "lower" in v:
+        return "better"
+    if "higher" in v:
+        return "worse"
+    return "tie"
