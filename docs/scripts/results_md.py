@@ -436,6 +436,57 @@ def residual_models() -> None:
     print()
 
 
+def residual_contended() -> None:
+    """Residual models trained and validated on windows that queue, judged on the training part's tail
+    against the shipped model with ``rltune compare``'s tie band (rule:
+    docs/results/residual-contended/RULE.md)."""
+    from rltune_daemon.evaluate.paired import load_side, overall, paired_diffs
+
+    runs = [  # trace, base, shipped (results dir#policy), new run's tail results dir, label
+        ("testbed", "multifactor", "train-tail/testbed#rltune:models/testbed-multifactor",
+         "residual-contended/train-tail-testbed", "run A"),
+        ("philly", "sjf", "philly-hist/train-tail#rltune:docs/results/philly-hist/model",
+         "residual-contended/train-tail-philly", "run B"),
+    ]
+    bases = {"testbed": "train-tail/testbed#daemon:multifactor", "philly": "train-tail/philly#daemon:sjf"}
+    done = [r for r in runs if load(r[3]) is not None]
+    if not done:
+        return
+    print("## Residual models trained on windows that queue (testbed, philly)\n")
+    print("`rltune train ... --reach 8 --episodes contended --credit step`: residual models (docs/learning.md, "
+          "\"Residual models\") whose training *and* validation episodes are the windows that queue most "
+          "under the base policy. Rule, written before the runs: [RULE.md](results/residual-contended/RULE.md): "
+          "on the training part's tail (30 x 1024 jobs, seed 0) the new model replaces the shipped one only if "
+          "`rltune compare` finds neither metric higher and one lower, beyond 2 standard errors of the "
+          "per-window difference. Commands: "
+          + "; ".join(dict.fromkeys(f"`{res['config']['command']}`" for r in done for spec in
+                                    (bases[r[0]], r[2], r[3]) if (res := load(spec.partition("#")[0]))))
+          + "\n")
+    print("| trace | policy | BSLD, tail | wait (s), tail | against the shipped model: BSLD, wait (A − B ± SE) "
+          "| verdict | trainer's held-out BSLD / wait (recorded, not used) |")
+    print("|---|---|---|---|---|---|---|")
+    for trace, _base, shipped, new, label in done:
+        ship = load_side(str(ROOT / shipped.split("#")[0]) + "#" + shipped.split("#")[1])
+        for spec, name in ((bases[trace], f"`{bases[trace].split('#')[1]}`"),
+                           (shipped, f"shipped `{shipped.split('#')[1].removeprefix('rltune:')}`"),
+                           (new, f"residual, {label}")):
+            path, _, pol = spec.partition("#")
+            side = load_side(str(ROOT / path) + (f"#{pol}" if pol else ""))
+            m = load(path)["policies"][side.policy]  # type: ignore[index]
+            vs, verdict, held = "-", "-", "-"
+            if side.policy != ship.policy:
+                diffs = paired_diffs(side, ship)
+                vs = ", ".join(f"{d.diff:+.3f} ± {d.se:.3f}" if d.metric == "bsld" else f"{d.diff:+.0f} ± "
+                               f"{d.se:.0f} s" for d in diffs)
+                verdict = overall(diffs)
+            model = REPO / side.policy.removeprefix("rltune:")
+            if spec == new and (model / "manifest.json").is_file():
+                h = json.loads((model / "manifest.json").read_text()).get("heldout") or {}
+                held = f"{h['model']['bsld']:.2f} / {h['model']['wait_mean']:.0f}" if h else "-"
+            print(f"| {trace} | {name} | {m['bsld']:.3f} | {m['wait_mean']:.1f} | {vs} | {verdict} | {held} |")
+    print()
+
+
 def main() -> int:
     if "--summary" in sys.argv:
         summary()
@@ -506,6 +557,7 @@ def main() -> int:
     qssf_history()
     history_input()
     residual_models()
+    residual_contended()
     variant_table("MILP vs greedy placement (philly, the same learned actor)", "", ("mode", "placement"),
                   [("philly-event", "event", "MILP"), ("philly-greedy-event", "event", "greedy"),
                    ("philly-noguard", "daemon, guard off", "MILP"),
