@@ -180,6 +180,21 @@ if [ -n "${RESIDUAL:-}" ]; then
       --policies "rltune:$out" --out "docs/results/philly-residual/train-tail$([ "$t" = helios ] && echo -helios)"
   done
 fi
+# Residual models trained and validated on windows that queue (CONTENDED=1; rule written before the runs:
+# docs/results/residual-contended/RULE.md), judged on the tail against the shipped model by `rltune compare`.
+if [ -n "${CONTENDED:-}" ]; then
+  for t in testbed philly; do
+    base=$([ "$t" = testbed ] && echo multifactor || echo sjf)
+    out=docs/results/residual-contended/model-$t
+    "$RLTUNE" train --trace "$t" --base "$base" --minutes "${LONG_MINUTES:-30}" --seed 0 --episode-jobs 1024 \
+      --reach 8 --episodes contended --credit step --out "$out"
+    "$RLTUNE" evaluate --split train-tail --windows 30 --window-size 1024 --seed 0 --trace "$t" \
+      --policies "rltune:$out" --out "docs/results/residual-contended/train-tail-$t"
+  done
+  "$RLTUNE" compare docs/results/residual-contended/train-tail-testbed \
+    'docs/results/train-tail/testbed#rltune:models/testbed-multifactor'
+  "$RLTUNE" compare docs/results/residual-contended/train-tail-philly docs/results/philly-hist/train-tail
+fi
 # Retraining a shipped model (RETRAIN="helios philly ..."): the same training command into models-new/, then
 # judged against the shipped model on 30 training-split windows (the shipped one's run is
 # guard-stretch/train-<t>-x2). The one with lower BSLD and wait goes to models/ (copied by hand), and the

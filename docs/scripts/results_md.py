@@ -442,50 +442,52 @@ def residual_contended() -> None:
     docs/results/residual-contended/RULE.md)."""
     from rltune_daemon.evaluate.paired import load_side, overall, paired_diffs
 
-    runs = [  # trace, base, shipped (results dir#policy), new run's tail results dir, label
-        ("testbed", "multifactor", "train-tail/testbed#rltune:models/testbed-multifactor",
-         "residual-contended/train-tail-testbed", "run A"),
-        ("philly", "sjf", "philly-hist/train-tail#rltune:docs/results/philly-hist/model",
-         "residual-contended/train-tail-philly", "run B"),
+    ship_a = "`models/testbed-multifactor` shipped before (train-tail/studied/testbed-multifactor)"
+    runs = [  # trace, shipped model (results dir#policy) and its label, the new run's tail results and label
+        ("testbed", "train-tail/testbed#rltune:models/testbed-multifactor", ship_a,
+         "residual-contended/train-tail-testbed",
+         "residual, run A (shipped since as `models/testbed-multifactor`)"),
+        ("philly", "philly-hist/train-tail#rltune:docs/results/philly-hist/model",
+         "shipped `models/philly-sjf` (philly-hist/model)", "residual-contended/train-tail-philly",
+         "residual, run B"),
     ]
     bases = {"testbed": "train-tail/testbed#daemon:multifactor", "philly": "train-tail/philly#daemon:sjf"}
     done = [r for r in runs if load(r[3]) is not None]
     if not done:
         return
+    specs = [spec for r in done for spec in (bases[r[0]], r[1], r[3])]
+    commands = dict.fromkeys(f"`{res['config']['command']}`" for spec in specs
+                             if (res := load(spec.partition("#")[0])))
     print("## Residual models trained on windows that queue (testbed, philly)\n")
-    print("`rltune train ... --reach 8 --episodes contended --credit step`: residual models (docs/learning.md, "
-          "\"Residual models\") whose training *and* validation episodes are the windows that queue most "
-          "under the base policy. Rule, written before the runs: [RULE.md](results/residual-contended/RULE.md): "
-          "on the training part's tail (30 x 1024 jobs, seed 0) the new model replaces the shipped one only if "
-          "`rltune compare` finds neither metric higher and one lower, beyond 2 standard errors of the "
-          "per-window difference. Commands: "
-          + "; ".join(dict.fromkeys(f"`{res['config']['command']}`" for r in done for spec in
-                                    (bases[r[0]], r[2], r[3]) if (res := load(spec.partition("#")[0]))))
-          + "\n")
-    print("| trace | policy | BSLD, tail | wait (s), tail | against the shipped model: BSLD, wait (A − B ± SE) "
-          "| verdict | trainer's held-out BSLD / wait (recorded, not used) |")
+    print("`rltune train ... --reach 8 --episodes contended --credit step`: residual models "
+          "(docs/learning.md, \"Residual models\") whose training *and* validation episodes are the "
+          "windows that queue most under the base policy. Rule, written before the runs: "
+          "[RULE.md](results/residual-contended/RULE.md): on the training part's tail (30 x 1024 jobs, "
+          "seed 0) the new model replaces the shipped one only if `rltune compare` finds neither metric "
+          "higher and one lower, beyond 2 standard errors of the per-window difference. Commands: "
+          + "; ".join(commands) + "\n")
+    print("| trace | policy | BSLD, tail | wait (s), tail | against the shipped model: BSLD, wait "
+          "(A − B ± SE) | verdict | trainer's held-out BSLD / wait (recorded, not used) |")
     print("|---|---|---|---|---|---|---|")
-    for trace, _base, shipped, new, label in done:
-        ship = load_side(str(ROOT / shipped.split("#")[0]) + "#" + shipped.split("#")[1])
-        for spec, name in ((bases[trace], f"`{bases[trace].split('#')[1]}`"),
-                           (shipped, f"shipped `{shipped.split('#')[1].removeprefix('rltune:')}`"),
-                           (new, f"residual, {label}")):
-            path, _, pol = spec.partition("#")
-            side = load_side(str(ROOT / path) + (f"#{pol}" if pol else ""))
-            m = load(path)["policies"][side.policy]  # type: ignore[index]
+    for trace, shipped, shipped_label, new, label in done:
+        ship = load_side(str(ROOT / shipped))
+        for spec, name in ((bases[trace], f"`{bases[trace].split('#')[1]}`"), (shipped, shipped_label),
+                           (new, label)):
+            side = load_side(str(ROOT / spec))
+            m = load(spec.partition("#")[0])["policies"][side.policy]  # type: ignore[index]
             vs, verdict, held = "-", "-", "-"
-            if side.policy != ship.policy:
+            if spec != shipped:
                 diffs = paired_diffs(side, ship)
-                vs = ", ".join(f"{d.diff:+.3f} ± {d.se:.3f}" if d.metric == "bsld" else f"{d.diff:+.0f} ± "
-                               f"{d.se:.0f} s" for d in diffs)
+                vs = ", ".join(f"{d.diff:+.3f} ± {d.se:.3f}" if d.metric == "bsld" else
+                               f"{d.diff:+.0f} ± {d.se:.0f} s" for d in diffs)
                 verdict = overall(diffs)
-            model = REPO / side.policy.removeprefix("rltune:")
-            if spec == new and (model / "manifest.json").is_file():
-                h = json.loads((model / "manifest.json").read_text()).get("heldout") or {}
+            manifest = REPO / side.policy.removeprefix("rltune:") / "manifest.json"
+            if spec == new and manifest.is_file():
+                h = json.loads(manifest.read_text()).get("heldout") or {}
                 held = f"{h['model']['bsld']:.2f} / {h['model']['wait_mean']:.0f}" if h else "-"
-            print(f"| {trace} | {name} | {m['bsld']:.3f} | {m['wait_mean']:.1f} | {vs} | {verdict} | {held} |")
+            print(f"| {trace} | {name} | {m['bsld']:.3f} | {m['wait_mean']:.1f} | {vs} | {verdict} | "
+                  f"{held} |")
     print()
-
 
 def main() -> int:
     if "--summary" in sys.argv:
