@@ -71,4 +71,8 @@ def test_shipped_residual_model_keeps_its_bound(path: Path) -> None:
     place = policy.scores(view)
     ranks = base_ranks(policy.base.scores(view), view)
     assert np.abs(place - ranks).max() < policy.reach
-    assert (place != ranks).any() or policy.manifest.get("best_iteration") == 0
+    # not vacuous: a trained actor's corrections differ between jobs (whether they are large enough to
+    # swap two jobs depends on the queue; the testbed model's swap none of these 300)
+    spread = np.ptp(np.tanh(policy.raw_scores(view))) * policy.reach / 2
+    assert spread > 0 or policy.manifest.get("best_iteration") == 0
+    assert (place == ranks).all() or spread > 1  # a swap needs two corrections more than a place apart
