@@ -183,7 +183,7 @@ fi
 # Residual models trained and validated on windows that queue (CONTENDED=1; rule written before the runs:
 # docs/results/residual-contended/RULE.md), judged on the tail against the shipped model by `rltune compare`.
 if [ -n "${CONTENDED:-}" ]; then
-  for t in testbed philly; do
+  for t in testbed philly helios; do
     base=$([ "$t" = testbed ] && echo multifactor || echo sjf)
     out=docs/results/residual-contended/model-$t
     "$RLTUNE" train --trace "$t" --base "$base" --minutes "${LONG_MINUTES:-30}" --seed 0 --episode-jobs 1024 \
@@ -194,6 +194,7 @@ if [ -n "${CONTENDED:-}" ]; then
   "$RLTUNE" compare docs/results/residual-contended/train-tail-testbed \
     'docs/results/train-tail/testbed#rltune:models/testbed-multifactor'
   "$RLTUNE" compare docs/results/residual-contended/train-tail-philly docs/results/philly-hist/train-tail
+  "$RLTUNE" compare docs/results/residual-contended/train-tail-helios docs/results/philly-residual/train-tail-helios
 fi
 # Retraining a shipped model (RETRAIN="helios philly ..."): the same training command into models-new/, then
 # judged against the shipped model on 30 training-split windows (the shipped one's run is

@@ -450,15 +450,19 @@ def residual_contended() -> None:
         ("philly", "philly-hist/train-tail#rltune:docs/results/philly-hist/model",
          "shipped `models/philly-sjf` (philly-hist/model)", "residual-contended/train-tail-philly",
          "residual, run B"),
+        ("helios", "philly-residual/train-tail-helios",
+         "shipped `models/helios-sjf` (philly-residual/model-helios)", "residual-contended/train-tail-helios",
+         "residual, run C"),
     ]
-    bases = {"testbed": "train-tail/testbed#daemon:multifactor", "philly": "train-tail/philly#daemon:sjf"}
+    bases = {"testbed": "train-tail/testbed#daemon:multifactor", "philly": "train-tail/philly#daemon:sjf",
+             "helios": "train-tail/helios#daemon:sjf"}
     done = [r for r in runs if load(r[3]) is not None]
     if not done:
         return
     specs = [spec for r in done for spec in (bases[r[0]], r[1], r[3])]
     commands = dict.fromkeys(f"`{res['config']['command']}`" for spec in specs
                              if (res := load(spec.partition("#")[0])))
-    print("## Residual models trained on windows that queue (testbed, philly)\n")
+    print(f"## Residual models trained on windows that queue ({', '.join(r[0] for r in done)})\n")
     print("`rltune train ... --reach 8 --episodes contended --credit step`: residual models "
           "(docs/learning.md, \"Residual models\") whose training *and* validation episodes are the "
           "windows that queue most under the base policy. Rule, written before the runs: "
