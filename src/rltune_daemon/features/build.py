@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from rltune_daemon.domain.arrays import F64, places
+from rltune_daemon.domain.arrays import F64
 from rltune_daemon.features.groups import fitting_nodes, group_stats, pending_shapes
 from rltune_daemon.features.sampling import F32, sample
 from rltune_daemon.features.schema import ACTOR_SLOTS, CRITIC_SLOTS, FEATURE_NAMES, FEATURES, PARAMS
@@ -57,7 +57,7 @@ def natural_features(view: QueueView, elig: EligibilityIndex | None = None) -> F
     w = view.wait
     demand = np.maximum(g, 1.0)
 
-    position = places(np.lexsort((idx, table.submit[idx]))).astype(np.float64)
+    position = view.age_places.astype(np.float64)
     cpus = np.where(table.cpus[idx] > 0, table.cpus[idx].astype(np.float64),
                     np.where(g > 0, g * stats.cpus_per_gpu[grp], sh.k.astype(np.float64)))
     mem = np.where(table.mem_mb[idx] > 0, table.mem_mb[idx].astype(np.float64), g * stats.mem_per_gpu[grp])

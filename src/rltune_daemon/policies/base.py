@@ -8,7 +8,7 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
-from rltune_daemon.domain.arrays import F64, I64, ClusterArrays, JobTable
+from rltune_daemon.domain.arrays import F64, I64, ClusterArrays, JobTable, places
 from rltune_daemon.domain.history import FinishedRuns, RunHistory
 
 
@@ -40,6 +40,12 @@ class QueueView:
     def requested(self) -> F64:
         """Requested time limit (what SJF and friends see; never the true runtime), at least 1 s."""
         return np.maximum(self.table.time_limit[self.idx], 1.0)
+
+    @property
+    def age_places(self) -> I64:
+        """Each pending job's place in submit order (0 = oldest, ties by row): the queue-position
+        feature and the learned policy's age chunks both read it."""
+        return places(np.lexsort((self.idx, self.table.submit[self.idx])))
 
     @property
     def size(self) -> F64:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from rltune_daemon.domain.arrays import F64, JobTable, places
+from rltune_daemon.domain.arrays import F64, JobTable
 from rltune_daemon.domain.history import FinishedRuns, RunHistory
 from rltune_daemon.errors import UserError
 from rltune_daemon.features.schema import LEGACY_ACTOR_DIM, new_history
@@ -46,7 +46,7 @@ def feature_matrix(view: QueueView, mode: str) -> np.ndarray[Any, np.dtype[np.fl
 
 def chunk_rank(view: QueueView) -> np.ndarray[Any, np.dtype[np.int64]]:
     """Chunk number of each pending job: 0 for the oldest MAX_QUEUE, 1 for the next, ..."""
-    return places(np.lexsort((view.idx, view.table.submit[view.idx]))) // MAX_QUEUE
+    return view.age_places // MAX_QUEUE
 
 
 @dataclass
