@@ -32,6 +32,18 @@ def digest(actor: Path) -> str:
     return hashlib.sha256(actor.read_bytes()).hexdigest()[:16]
 
 
+def dagger(name: str, res: dict | None) -> str:  # type: ignore[type-arg]
+    """" †" after a learned policy's cell measured with an earlier actor than its directory holds now."""
+    return " †" if res is not None and name.startswith("rltune:") and earlier(res) else ""
+
+
+def trainer_heldout(policy: str) -> str:
+    """"BSLD / wait" of the trainer's own held-out run, recorded in a model's manifest ("-" if none)."""
+    manifest = REPO / policy.removeprefix("rltune:") / "manifest.json"
+    h = (json.loads(manifest.read_text()).get("heldout") or {}) if manifest.is_file() else {}
+    return f"{h['model']['bsld']:.2f} / {h['model']['wait_mean']:.0f}" if h else "-"
+
+
 def earlier(res: dict) -> bool:  # type: ignore[type-arg]
     """True when a learned policy in ``res`` was measured with another actor file than the one now in
     its model directory (evaluate records each actor's hash; the directory may since have been
@@ -134,15 +146,14 @@ def guard_section() -> None:
         for name, m in old["policies"].items():
             o = base["policies"][name]
             cells = []
-            dagger = " †" if name.startswith("rltune:") and earlier(old) else ""
+            mark = dagger(name, old)
             for key, fmt in (("bsld", "{:.2f}"), ("wait_mean", "{:.0f}")):
                 cells.append(fmt.format(o[key]))
-                cells.append(fmt.format(m[key]) + dagger)
+                cells.append(fmt.format(m[key]) + mark)
                 for extra in (one, off):
                     e = extra["policies"].get(name) if extra else None
-                    mark = " †" if extra and e and name.startswith("rltune:") and earlier(extra) else ""
-                    cells.append(fmt.format(e[key]) + mark if e else "n/a")
-            cells += [f"{o['wait_max'] / 86400:.1f}", f"{m['wait_max'] / 86400:.1f}{dagger}"]
+                    cells.append(fmt.format(e[key]) + dagger(name, extra) if e else "n/a")
+            cells += [f"{o['wait_max'] / 86400:.1f}", f"{m['wait_max'] / 86400:.1f}{mark}"]
             print(f"| {t} | `{name}` | " + " | ".join(cells) + " |")
     if any(r and earlier(r) for row in rows for r in row[1:]):
         print("\n† measured with the model shipped before this directory was retrained (its actor hash "
@@ -427,11 +438,7 @@ def residual_models() -> None:
         if res is None or name not in res["policies"]:
             continue
         m = res["policies"][name]
-        held = "-"
-        model = ROOT.parent.parent / name.removeprefix("rltune:")
-        if "residual" in name and (model / "manifest.json").is_file():
-            h = json.loads((model / "manifest.json").read_text()).get("heldout") or {}
-            held = f"{h['model']['bsld']:.2f} / {h['model']['wait_mean']:.0f}" if h else "-"
+        held = trainer_heldout(name) if "residual" in name else "-"
         print(f"| {trace} | {label} | {m['bsld']:.3f} | {m['wait_mean']:.2f} | {held} |")
     print()
 
@@ -479,16 +486,13 @@ def residual_contended() -> None:
                            (new, label)):
             side = load_side(str(ROOT / spec))
             m = load(spec.partition("#")[0])["policies"][side.policy]  # type: ignore[index]
-            vs, verdict, held = "-", "-", "-"
+            vs, verdict = "-", "-"
             if spec != shipped:
                 diffs = paired_diffs(side, ship)
                 vs = ", ".join(f"{d.diff:+.3f} ± {d.se:.3f}" if d.metric == "bsld" else
                                f"{d.diff:+.0f} ± {d.se:.0f} s" for d in diffs)
                 verdict = overall(diffs)
-            manifest = REPO / side.policy.removeprefix("rltune:") / "manifest.json"
-            if spec == new and manifest.is_file():
-                h = json.loads(manifest.read_text()).get("heldout") or {}
-                held = f"{h['model']['bsld']:.2f} / {h['model']['wait_mean']:.0f}" if h else "-"
+            held = trainer_heldout(side.policy) if spec == new else "-"
             print(f"| {trace} | {name} | {m['bsld']:.3f} | {m['wait_mean']:.1f} | {vs} | {verdict} | "
                   f"{held} |")
     print()
@@ -591,9 +595,9 @@ def main() -> int:
                 continue
             for name, m in r["policies"].items():
                 o = base["policies"][name]
-                dagger = " †" if name.startswith("rltune:") and earlier(r) else ""
-                print(f"| {t} | `{name}` | {o['bsld']:.2f} | {m['bsld']:.2f}{dagger} | "
-                      f"{o['wait_mean']:.0f} | {m['wait_mean']:.0f}{dagger} |")
+                mark = dagger(name, r)
+                print(f"| {t} | `{name}` | {o['bsld']:.2f} | {m['bsld']:.2f}{mark} | "
+                      f"{o['wait_mean']:.0f} | {m['wait_mean']:.0f}{mark} |")
         if any(r is not None and earlier(r) for _, _, r in react_rows):
             print("\n† measured with the model shipped before this directory was retrained.")
         print()
