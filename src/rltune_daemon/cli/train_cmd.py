@@ -11,7 +11,8 @@ from rltune_daemon.policies import BASELINES
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("train", help="train the RLTune actor with PPO in the simulator")
+    p = sub.add_parser(
+        "train", help="train the RLTune actor in the simulator (PPO or cross-entropy search)")
     p.add_argument("--trace", required=True)
     p.add_argument("--base", default="sjf",
                    help=f"base policy the reward compares with ({', '.join(BASELINES)})")
@@ -56,6 +57,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--credit", choices=("episode", "step"), default="episode",
                    help="episode: every decision shares the episode's reward (paper); step: each decision is "
                         "charged the slowdown and wait accrued until the next one, advantages by GAE")
+    p.add_argument("--algo", choices=("ppo", "cem"), default="ppo",
+                   help="ppo: the paper's trainer; cem: cross-entropy search over a linear scorer's weights, "
+                        "each candidate run on the same windows (docs/learning.md)")
+    p.add_argument("--hidden", type=int, default=None, metavar="WIDTH",
+                   help="actor's first hidden layer (default 64 with ppo; 0 = one linear layer, the only "
+                        "choice with cem)")
+    p.add_argument("--cem-population", type=int, default=12, help="cem: candidates per generation")
+    p.add_argument("--cem-episodes", type=int, default=4,
+                   help="cem: windows per generation, the same for every candidate")
+    p.add_argument("--cem-elite", type=float, default=0.25,
+                   help="cem: share of candidates the next generation is fitted to")
+    p.add_argument("--cem-sigma", type=float, default=0.5,
+                   help="cem: first spread of the weights, relative to the starting weights' size")
     p.set_defaults(func=run)
 
 
@@ -81,7 +95,9 @@ def run(args: argparse.Namespace) -> int:
         max_iterations=args.max_iterations, heldout_windows=args.heldout_windows, lr=args.lr,
         warm_start_episodes=args.warm_start, credit=args.credit, reach=args.reach, reach_beta=args.reach_beta,
         episodes=args.episodes, screen_episodes=args.screen_episodes, validation=args.validation,
-        progress=sys.stderr.isatty(),
+        algo=args.algo, hidden=(0 if args.algo == "cem" else 64) if args.hidden is None else args.hidden,
+        cem_population=args.cem_population, cem_episodes=args.cem_episodes, cem_elite=args.cem_elite,
+        cem_sigma=args.cem_sigma, progress=sys.stderr.isatty(),
     )
     manifest = train(targs)
     print_json({k: manifest.get(k) for k in ("trace", "base_policy", "mode", "features", "training_minutes",

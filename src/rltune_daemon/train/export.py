@@ -60,6 +60,8 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
         "hyperparameters": {k: v for k, v in vars(args).items() if k not in {"out", "trace", "opts"}
                             and not isinstance(v, Path)},
     }
+    if args.hidden == 0:  # a weighted sum an admin can read: weight per actor input (features.md)
+        manifest["linear_scorer"] = linear_weights(actor, args.features)
     (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
     if args.heldout_windows > 0:
         spec = f"rltune:{out}"
@@ -77,7 +79,21 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
     return manifest
 
 
-def plot_curve(rows: list[dict[str, Any]], path: Path, title: str, start_val: float | None = None) -> None:
+def linear_weights(actor: Actor, mode: str) -> dict[str, float]:
+    """A one-layer actor's weight per named input (and its bias): score = sum(weight x input) + bias."""
+    from rltune_daemon import features
+    from rltune_daemon.features import naive
+
+    layer = actor.net[0]
+    assert isinstance(layer, torch.nn.Linear)
+    names = [s.name for s in features.ACTOR_SLOTS] if mode == "sampled" else list(naive.NAIVE_COLUMNS)
+    w = layer.weight.detach().double().numpy()[0]
+    return {**{n: round(float(v), 6) for n, v in zip(names, w, strict=True)},
+            "bias": round(float(layer.bias.detach()[0]), 6)}
+
+
+def plot_curve(rows: list[dict[str, Any]], path: Path, title: str, start_val: float | None = None,
+               reward_label: str = "training reward (sampled)") -> None:
     """Rewards and BSLD per iteration; ``start_val`` (a residual run's base order) is drawn at 0."""
     import matplotlib
 
@@ -88,7 +104,7 @@ def plot_curve(rows: list[dict[str, Any]], path: Path, title: str, start_val: fl
         return
     it = [r["iteration"] for r in rows]
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
-    ax1.plot(it, [r["reward"] for r in rows], label="training reward (sampled)", alpha=0.6)
+    ax1.plot(it, [r["reward"] for r in rows], label=reward_label, alpha=0.6)
     val = [(r["iteration"], r["val_reward"]) for r in rows if not math.isnan(r["val_reward"])]
     if start_val is not None:
         val = [(0, start_val), *val]

@@ -15,12 +15,13 @@ from torch import nn
 
 class Actor(nn.Module):
     def __init__(self, in_dim: int, hidden: int = 64) -> None:
+        """``hidden`` 0: one linear layer, a weighted sum of the inputs an admin can read (``train.cem``)."""
         super().__init__()
         self.net = nn.Sequential(
             nn.Linear(in_dim, hidden), nn.Tanh(),
             nn.Linear(hidden, hidden // 2), nn.Tanh(),
             nn.Linear(hidden // 2, 1),
-        )
+        ) if hidden > 0 else nn.Sequential(nn.Linear(in_dim, 1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x``: [..., jobs, features] -> scores [..., jobs] (higher = run first)."""

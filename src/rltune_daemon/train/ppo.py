@@ -69,7 +69,12 @@ class TrainArgs:
     credit: str = "episode"  # episode | step (see module doc)
     gamma: float = 0.995  # credit = step: discount per decision
     gae_lambda: float = 0.95
-    hidden: int = 64
+    hidden: int = 64  # actor width; 0 = one linear layer (a weighted sum of the inputs)
+    algo: str = "ppo"  # ppo | cem (train.cem: cross-entropy search over a linear actor's weights)
+    cem_population: int = 12  # cem: candidates per generation (the mean is scored besides)
+    cem_episodes: int = 4  # cem: windows per generation, the same for every candidate
+    cem_elite: float = 0.25  # cem: share of candidates the next mean and spread are fitted to
+    cem_sigma: float = 0.5  # cem: first spread, relative to the mean weight's size
     validate_every: int = 5
     validation_episodes: int = 8
     max_iterations: int = 0  # 0 = until the time budget is spent
@@ -211,8 +216,7 @@ def _rollouts(payload: tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], l
               ) -> list[dict[str, Any]]:
     actor_state, critic_state, jobs, deterministic = payload
     args: TrainArgs = _W["args"]
-    dim = _input_dim(args.features)
-    actor, critic = Actor(dim, args.hidden), Critic(5, args.hidden)
+    actor, critic = networks(args)
     actor.load_state_dict(actor_state)
     critic.load_state_dict(critic_state)
     return [_episode(actor, critic, start, seed, deterministic) for start, seed in jobs]
@@ -305,15 +309,92 @@ def _episode_spans(train: Workload, args: TrainArgs) -> tuple[int, tuple[int, in
     return cut - size, (cut, n - size)
 
 
-# ----------------------------------------------------------------------------- the loop
-def train(args: TrainArgs) -> dict[str, Any]:
-    """Train until ``args.minutes`` (or ``max_iterations``) and export the best validated actor."""
-    from rltune_daemon.train.export import export_model, plot_curve
+# ----------------------------------------------------------------------------- a run's set-up
+@dataclass
+class Session:
+    """What every trainer shares (PPO here, CEM in ``train.cem``): the checked arguments, the networks,
+    the rollout pool, the episode windows (all or contended), the fixed validation windows, the warm start
+    and the clock. Trainers call ``rollouts`` and ``validate`` and end with ``finish``."""
 
-    t_start = time.perf_counter()
-    rng = np.random.default_rng(args.seed)
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    args: TrainArgs
+    actor: Actor
+    critic: Critic
+    t_start: float
+    rng: np.random.Generator
+    workers: int
+    pool: ProcessPoolExecutor | None
+    pool_starts: np.ndarray[Any, np.dtype[np.int64]] | None
+    n_starts: int
+    val_jobs: list[tuple[int, int]]
+    warm: dict[str, float]
+    bar: Any
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.t_start
+
+    def done(self, it: int) -> bool:
+        """Iteration ``it`` (the number completed) ends the run: ``max_iterations`` or the time budget."""
+        args = self.args
+        return it >= args.max_iterations if args.max_iterations else self.elapsed >= args.minutes * 60.0
+
+    def draw(self, gen: np.random.Generator, k: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+        """``k`` training episode starts."""
+        if self.pool_starts is None:
+            return gen.integers(0, self.n_starts, k)
+        return self.pool_starts[gen.integers(0, len(self.pool_starts), k)]
+
+    def rollouts(self, tasks: list[tuple[dict[str, torch.Tensor], list[tuple[int, int]]]],
+                 deterministic: bool) -> list[list[dict[str, Any]]]:
+        """Run each task's episodes ``(start, seed)`` with its actor weights (the critic's are shared);
+        results in task order, whichever process ran them."""
+        critic = _state(self.critic)
+        payloads = [(a, critic, jobs, deterministic) for a, jobs in tasks]
+        if self.pool is None:
+            return [_rollouts(p) for p in payloads]
+        futures = [self.pool.submit(_rollouts, p) for p in payloads]
+        return [f.result() for f in futures]
+
+    def spread(self, actor: dict[str, torch.Tensor], jobs: list[tuple[int, int]],
+               deterministic: bool) -> list[dict[str, Any]]:
+        """One actor's episodes, split over the workers."""
+        parts = [jobs[i :: self.workers] for i in range(self.workers)]
+        return [ep for part in self.rollouts([(actor, p) for p in parts if p], deterministic) for ep in part]
+
+    def validate(self, actor: dict[str, torch.Tensor]) -> float:
+        """Mean reward of the deterministic actor on the fixed validation windows."""
+        return float(np.mean([ep["reward"] for ep in self.spread(actor, self.val_jobs, deterministic=True)]))
+
+    def tick(self, **postfix: str) -> None:
+        self.bar.set_postfix(**postfix)
+        self.bar.n = min(int(self.elapsed), int(self.args.minutes * 60.0))
+        self.bar.refresh()
+
+    def close(self) -> None:
+        self.bar.close()
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+
+    def finish(self, rows: list[dict[str, Any]], best: dict[str, Any], start_val: float | None,
+               reward_label: str = "training reward (sampled)") -> dict[str, Any]:
+        """Load the best validated actor, write the CSV and curve, export and evaluate held-out."""
+        from rltune_daemon.train.export import export_model, plot_curve
+
+        args = self.args
+        if "actor" in best:
+            self.actor.load_state_dict(best["actor"])
+        train_minutes = self.elapsed / 60.0
+        _write_csv(args.out / "training.csv", rows)
+        title = f"{args.trace}: RLTune vs {args.base} ({args.mode} mode, {args.algo})"
+        plot_curve(rows, args.out / "training_curve.png", title, start_val, reward_label)
+        return export_model(self.actor, args, train_minutes, rows, best, self.warm, start_val)
+
+
+def _check(args: TrainArgs) -> None:
+    if args.algo not in ("ppo", "cem"):
+        raise UserError(f"algo {args.algo!r}: expected 'ppo' or 'cem'")
+    if args.hidden < 0:
+        raise UserError(f"--hidden {args.hidden}: expected 0 (a linear scorer) or a positive width")
     if args.episodes not in ("all", "contended"):
         raise UserError(f"episodes {args.episodes!r}: expected 'all' or 'contended'")
     if args.episodes == "contended" and args.screen_episodes < 2:
@@ -325,75 +406,95 @@ def train(args: TrainArgs) -> dict[str, Any]:
                         "and beta > 0")
     if args.reach > 0 and args.warm_start_episodes > 0:
         raise UserError("--reach starts from the base policy's exact order: drop --warm-start")
+
+
+def networks(args: TrainArgs) -> tuple[Actor, Critic]:
+    """The actor (``hidden`` 0: one linear layer) and the critic (its own width, 64 for a linear actor)."""
+    dim = _input_dim(args.features)
+    return Actor(dim, args.hidden), Critic(5, args.hidden or 64)
+
+
+def open_session(args: TrainArgs) -> Session:
+    """Check the arguments, seed everything, start the pool, choose the episode and validation windows
+    and run the warm start. The caller must ``close()`` the session."""
+    t_start = time.perf_counter()
+    rng = np.random.default_rng(args.seed)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    _check(args)
     _worker_init(args)  # also validates the trace in the main process
     train_wl: Workload = _W["train"]
     n_starts, val_span = _episode_spans(train_wl, args)
-    dim = _input_dim(args.features)
-    actor, critic = Actor(dim, args.hidden), Critic(5, args.hidden)
+    actor, critic = networks(args)
     if args.reach > 0:  # correction 0 everywhere: the base policy's order exactly
         last = actor.net[-1]
         assert isinstance(last, torch.nn.Linear)
         torch.nn.init.zeros_(last.weight)
         torch.nn.init.zeros_(last.bias)
-    opt = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=args.lr)
     workers = args.workers or os.cpu_count() or 1
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "checkpoints").mkdir(exist_ok=True)
-    rows: list[dict[str, Any]] = []
-    best: dict[str, Any] = {"val_reward": -math.inf}
-    budget = args.minutes * 60.0
     pool = None
     if workers > 1:
         ctx = multiprocessing.get_context("spawn")  # no fork after torch started its threads
         pool = ProcessPoolExecutor(workers, ctx, initializer=_worker_init, initargs=(args,))
-    # episode starts: anywhere in the training split, or only its contended windows
-    pool_starts: np.ndarray[Any, np.dtype[np.int64]] | None = None
-    if args.episodes == "contended":
-        cand = np.random.default_rng(args.seed + 104729).integers(0, n_starts, args.screen_episodes)
-        parts = [p.tolist() for p in np.array_split(cand, workers)]
-        scores = [x for part in (pool.map(_screen, parts) if pool is not None else map(_screen, parts))
-                  for x in part]
-        pool_starts = contended_starts(cand, scores, args.contended_share)
-
-    def draw(gen: np.random.Generator, k: int) -> np.ndarray[Any, np.dtype[np.int64]]:
-        if pool_starts is None:
-            return gen.integers(0, n_starts, k)
-        return pool_starts[gen.integers(0, len(pool_starts), k)]
-
-    warm: dict[str, float] = {}
-    if args.warm_start_episodes > 0:
-        warm = warm_start(actor, args, train_wl, draw(rng, args.warm_start_episodes))
-    val_rng = np.random.default_rng(args.seed + 7919)
-    val_starts = draw(val_rng, args.validation_episodes) if val_span is None else \
-        val_rng.integers(*val_span, args.validation_episodes)
-    val_jobs = [(int(s), 0) for s in val_starts]
-    bar = tqdm(total=int(budget), unit="s", desc=f"train {args.trace}", disable=not args.progress)
-
-    def run(jobs: list[tuple[int, int]], deterministic: bool) -> list[dict[str, Any]]:
-        payload_a, payload_c = _state(actor), _state(critic)
-        if pool is None:
-            return _rollouts((payload_a, payload_c, jobs, deterministic))
-        parts = [jobs[i::workers] for i in range(workers)]
-        futures = [pool.submit(_rollouts, (payload_a, payload_c, p, deterministic)) for p in parts if p]
-        return [ep for f in futures for ep in f.result()]
-
-    start_val: float | None = None  # residual: the validation reward of the base order (iteration 0)
     try:
+        # episode starts: anywhere in the training split, or only its contended windows
+        pool_starts: np.ndarray[Any, np.dtype[np.int64]] | None = None
+        if args.episodes == "contended":
+            cand = np.random.default_rng(args.seed + 104729).integers(0, n_starts, args.screen_episodes)
+            parts = [p.tolist() for p in np.array_split(cand, workers)]
+            scores = [x for part in (pool.map(_screen, parts) if pool is not None else map(_screen, parts))
+                      for x in part]
+            pool_starts = contended_starts(cand, scores, args.contended_share)
+        session = Session(args, actor, critic, t_start, rng, workers, pool, pool_starts, n_starts, [], {},
+                          None)
+        if args.warm_start_episodes > 0:
+            session.warm = warm_start(actor, args, train_wl, session.draw(rng, args.warm_start_episodes))
+        val_rng = np.random.default_rng(args.seed + 7919)
+        val_starts = session.draw(val_rng, args.validation_episodes) if val_span is None else \
+            val_rng.integers(*val_span, args.validation_episodes)
+        session.val_jobs = [(int(s), 0) for s in val_starts]
+    except BaseException:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+        raise
+    session.bar = tqdm(total=int(args.minutes * 60.0), unit="s", desc=f"train {args.trace}",
+                       disable=not args.progress)
+    return session
+
+
+def start_from_base(session: Session) -> tuple[dict[str, Any], float | None]:
+    """A residual run's iteration 0: the base order itself is a candidate, kept when nothing beat it."""
+    if session.args.reach <= 0:
+        return {"val_reward": -math.inf}, None
+    state = _state(session.actor)
+    start_val = session.validate(state)
+    if not session.args.progress:
+        print(f"iter 0 val {start_val:+.3f} (the base order)", flush=True)
+    return {"val_reward": start_val, "iteration": 0, "actor": state}, start_val
+
+
+# ----------------------------------------------------------------------------- the loop
+def train(args: TrainArgs) -> dict[str, Any]:
+    """Train until ``args.minutes`` (or ``max_iterations``) and export the best validated actor."""
+    if args.algo == "cem":
+        from rltune_daemon.train.cem import train_cem
+
+        return train_cem(args)
+    session = open_session(args)
+    actor, critic, rng = session.actor, session.critic, session.rng
+    opt = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=args.lr)
+    rows: list[dict[str, Any]] = []
+    try:
+        best, start_val = start_from_base(session)
         it = 0
-        if args.reach > 0:  # the base order itself is a candidate: keep it when no correction helped
-            start_val = float(np.mean([ep["reward"] for ep in run(val_jobs, deterministic=True)]))
-            best = {"val_reward": start_val, "iteration": 0, "actor": _state(actor)}
-            if not args.progress:
-                print(f"iter 0 val {start_val:+.3f} (the base order)", flush=True)
-        while True:
-            elapsed = time.perf_counter() - t_start
-            done = it >= args.max_iterations if args.max_iterations else elapsed >= budget
-            if done:
-                break
+        while not session.done(it):
             it += 1
-            starts = draw(rng, args.episodes_per_iter)
+            starts = session.draw(rng, args.episodes_per_iter)
             jobs = [(int(s), int(rng.integers(2**31))) for s in starts]
-            episodes = [ep for ep in run(jobs, deterministic=False) if not ep["skipped"]]
+            episodes = [ep for ep in session.spread(_state(actor), jobs, deterministic=False)
+                        if not ep["skipped"]]
             if not episodes:
                 continue
             steps = [st for ep in episodes for st in ep["steps"]]
@@ -407,21 +508,13 @@ def train(args: TrainArgs) -> dict[str, Any]:
             stats = (ppo_update(actor, critic, opt, steps, returns, args, rng, advantages) if steps
                      else dict.fromkeys(UPDATE_STATS, math.nan))
             row: dict[str, Any] = {
-                "iteration": it, "minutes": (time.perf_counter() - t_start) / 60.0, "episodes": len(episodes),
-                "steps": len(steps),
-                "reward": float(np.mean([ep["reward"] for ep in episodes])),
-                "rl_bsld": float(np.mean([ep["rl"]["bsld"] for ep in episodes])),
-                "base_bsld": float(np.mean([ep["base"]["bsld"] for ep in episodes])),
-                "rl_wait": float(np.mean([ep["rl"]["wait_mean"] for ep in episodes])),
-                "base_wait": float(np.mean([ep["base"]["wait_mean"] for ep in episodes])),
-                **stats, "val_reward": math.nan,
+                "iteration": it, "minutes": session.elapsed / 60.0, "episodes": len(episodes),
+                "steps": len(steps), **batch_means(episodes), **stats, "val_reward": math.nan,
             }
             if it % args.validate_every == 0 or it == 1:
-                val = run(val_jobs, deterministic=True)
-                row["val_reward"] = float(np.mean([ep["reward"] for ep in val]))
+                row["val_reward"] = session.validate(_state(actor))
                 if row["val_reward"] > best["val_reward"]:
-                    best = {"val_reward": row["val_reward"], "iteration": it,
-                            "actor": _state(actor)}
+                    best = {"val_reward": row["val_reward"], "iteration": it, "actor": _state(actor)}
                 torch.save({"actor": actor.state_dict(), "critic": critic.state_dict(),
                             "optimizer": opt.state_dict(), "iteration": it, "args": asdict(args)},
                            args.out / "checkpoints" / "last.pt")
@@ -432,21 +525,22 @@ def train(args: TrainArgs) -> dict[str, Any]:
                       f"reward {row['reward']:+.3f} "
                       f"val {row['val_reward']:+.3f} bsld {row['rl_bsld']:.2f}/{row['base_bsld']:.2f} "
                       f"wait {row['rl_wait']:.0f}/{row['base_wait']:.0f}", flush=True)
-            bar.set_postfix(it=it, reward=f"{row['reward']:+.3f}", val=f"{best['val_reward']:+.3f}")
-            bar.n = min(int(time.perf_counter() - t_start), int(budget))
-            bar.refresh()
+            session.tick(it=str(it), reward=f"{row['reward']:+.3f}", val=f"{best['val_reward']:+.3f}")
     finally:
-        bar.close()
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
-    if "actor" in best:
-        actor.load_state_dict(best["actor"])
-    train_minutes = (time.perf_counter() - t_start) / 60.0
-    _write_csv(args.out / "training.csv", rows)
-    title = f"{args.trace}: RLTune vs {args.base} ({args.mode} mode)"
-    plot_curve(rows, args.out / "training_curve.png", title, start_val)
-    summary = export_model(actor, args, train_minutes, rows, best, warm, start_val)
-    return summary
+        session.close()
+    return session.finish(rows, best, start_val)
+
+
+def batch_means(episodes: list[dict[str, Any]]) -> dict[str, float]:
+    """A batch's mean reward, BSLD and wait (the learned order's and the base policy's): the CSV's
+    columns for the training curve."""
+    return {
+        "reward": float(np.mean([ep["reward"] for ep in episodes])),
+        "rl_bsld": float(np.mean([ep["rl"]["bsld"] for ep in episodes])),
+        "base_bsld": float(np.mean([ep["base"]["bsld"] for ep in episodes])),
+        "rl_wait": float(np.mean([ep["rl"]["wait_mean"] for ep in episodes])),
+        "base_wait": float(np.mean([ep["base"]["wait_mean"] for ep in episodes])),
+    }
 
 
 def warm_start(actor: Actor, args: TrainArgs, train_wl: Workload,
