@@ -196,6 +196,19 @@ if [ -n "${CONTENDED:-}" ]; then
   "$RLTUNE" compare docs/results/residual-contended/train-tail-philly docs/results/philly-hist/train-tail
   "$RLTUNE" compare docs/results/residual-contended/train-tail-helios docs/results/philly-residual/train-tail-helios
 fi
+# Linear scorers found by cross-entropy search (CEM=1; rule written before the runs: docs/results/cem/RULE.md),
+# judged on the tail against the shipped model by `rltune compare`.
+if [ -n "${CEM:-}" ]; then
+  for t in philly helios; do
+    out=docs/results/cem/model-$t
+    "$RLTUNE" train --trace "$t" --base sjf --algo cem --warm-start 16 --episodes contended --episode-jobs 1024 \
+      --minutes "${LONG_MINUTES:-30}" --seed 0 --out "$out"
+    "$RLTUNE" evaluate --split train-tail --windows 30 --window-size 1024 --seed 0 --trace "$t" \
+      --policies "rltune:$out" --out "docs/results/cem/train-tail-$t"
+  done
+  "$RLTUNE" compare docs/results/cem/train-tail-philly docs/results/philly-hist/train-tail
+  "$RLTUNE" compare docs/results/cem/train-tail-helios docs/results/philly-residual/train-tail-helios
+fi
 # Retraining a shipped model (RETRAIN="helios philly ..."): the same training command into models-new/, then
 # judged against the shipped model on 30 training-split windows (the shipped one's run is
 # guard-stretch/train-<t>-x2). The one with lower BSLD and wait goes to models/ (copied by hand), and the

@@ -13,6 +13,7 @@ from functools import cache
 from pathlib import Path
 
 from rltune_daemon.evaluate.report import hurt_table, window_wins
+from rltune_daemon.features import ACTOR_SLOTS
 
 ROOT = Path(__file__).resolve().parents[1] / "results"
 REPO = ROOT.parents[1]
@@ -447,43 +448,86 @@ def residual_contended() -> None:
     """Residual models trained and validated on windows that queue, judged on the training part's tail
     against the shipped model with ``rltune compare``'s tie band (rule:
     docs/results/residual-contended/RULE.md)."""
-    from rltune_daemon.evaluate.paired import load_side, overall, paired_diffs
-
     ship_a = "`models/testbed-multifactor` shipped before (train-tail/studied/testbed-multifactor)"
     runs = [  # trace, shipped model (results dir#policy) and its label, the new run's tail results and label
         ("testbed", "train-tail/testbed#rltune:models/testbed-multifactor", ship_a,
          "residual-contended/train-tail-testbed",
          "residual, run A (shipped since as `models/testbed-multifactor`)"),
-        ("philly", "philly-hist/train-tail#rltune:docs/results/philly-hist/model",
-         "shipped `models/philly-sjf` (philly-hist/model)", "residual-contended/train-tail-philly",
-         "residual, run B"),
-        ("helios", "philly-residual/train-tail-helios",
-         "shipped `models/helios-sjf` (philly-residual/model-helios)", "residual-contended/train-tail-helios",
-         "residual, run C"),
+        ("philly", SHIPPED_TAIL["philly"], "shipped `models/philly-sjf` (philly-hist/model)",
+         "residual-contended/train-tail-philly", "residual, run B"),
+        ("helios", SHIPPED_TAIL["helios"], "shipped `models/helios-sjf` (philly-residual/model-helios)",
+         "residual-contended/train-tail-helios", "residual, run C"),
     ]
-    bases = {"testbed": "train-tail/testbed#daemon:multifactor", "philly": "train-tail/philly#daemon:sjf",
-             "helios": "train-tail/helios#daemon:sjf"}
-    done = [r for r in runs if load(r[3]) is not None]
+    bases = {"testbed": ["train-tail/testbed#daemon:multifactor"], "philly": ["train-tail/philly#daemon:sjf"],
+             "helios": ["train-tail/helios#daemon:sjf"]}
+    tail_verdicts("Residual models trained on windows that queue",
+                  "`rltune train ... --reach 8 --episodes contended --credit step`: residual models "
+                  "(docs/learning.md, \"Residual models\") whose training *and* validation episodes are the "
+                  "windows that queue most under the base policy. Rule, written before the runs: "
+                  "[RULE.md](results/residual-contended/RULE.md): on the training part's tail (30 x 1024 "
+                  "jobs, seed 0) the new model replaces the shipped one only if `rltune compare` finds "
+                  "neither metric higher and one lower, beyond 2 standard errors of the per-window "
+                  "difference.",
+                  runs, bases)
+
+
+SHIPPED_TAIL = {  # the shipped models' runs on the training part's tail (30 x 1024, seed 0)
+    "philly": "philly-hist/train-tail#rltune:docs/results/philly-hist/model",
+    "helios": "philly-residual/train-tail-helios",
+}
+
+
+def cem_models() -> None:
+    """Linear scorers found by cross-entropy search, judged as the residual runs are (rule:
+    docs/results/cem/RULE.md), and the formulas they learned."""
+    runs = [
+        ("philly", SHIPPED_TAIL["philly"], "shipped `models/philly-sjf` (philly-hist/model)",
+         "cem/train-tail-philly", "linear, cross-entropy search, run D"),
+        ("helios", SHIPPED_TAIL["helios"], "shipped `models/helios-sjf` (philly-residual/model-helios)",
+         "cem/train-tail-helios", "linear, cross-entropy search, run E"),
+    ]
+    bases = {"philly": ["train-tail/philly#daemon:sjf", "philly-qssf-base/train-tail#daemon:qssf"],
+             "helios": ["train-tail/helios#daemon:sjf"]}
+    done = tail_verdicts("A linear scorer found by cross-entropy search",
+                         "`rltune train --algo cem --warm-start 16 --episodes contended` (docs/learning.md, "
+                         "\"Cross-entropy search\"): a weighted sum of the 9 actor inputs, each generation's "
+                         "12 candidates run on the same 4 windows that queue. Rule, written before the runs: "
+                         "[RULE.md](results/cem/RULE.md): the same tie band as the residual runs.",
+                         runs, bases)
     if not done:
         return
-    specs = [spec for r in done for spec in (bases[r[0]], r[1], r[3])]
+    slots = [s.name for s in ACTOR_SLOTS]
+    print("The formulas (score = sum of weight x input + bias, higher first; inputs in the normalised "
+          "units of docs/features.md):\n")
+    print("| trace | " + " | ".join(f"`{n}`" for n in slots) + " | bias |")
+    print("|---|" + "---|" * (len(slots) + 1))
+    for trace, *_ in done:
+        w = json.loads((ROOT / "cem" / f"model-{trace}" / "manifest.json").read_text())["linear_scorer"]
+        print(f"| {trace} | " + " | ".join(f"{w[n]:+.3f}" for n in slots) + f" | {w['bias']:+.3f} |")
+    print()
+
+
+def tail_verdicts(title: str, intro: str, runs: list[tuple[str, str, str, str, str]],
+                  bases: dict[str, list[str]]) -> list[tuple[str, str, str, str, str]]:
+    """A table of new models against the shipped ones on the training part's tail, with `rltune compare`'s
+    verdict; the base policies' rows for reference. Returns the runs that have results."""
+    from rltune_daemon.evaluate.paired import load_side, overall, paired_diffs
+
+    done = [r for r in runs if load(r[3]) is not None]
+    if not done:
+        return done
+    specs = [spec for r in done for spec in (*bases[r[0]], r[1], r[3])]
     commands = dict.fromkeys(f"`{res['config']['command']}`" for spec in specs
                              if (res := load(spec.partition("#")[0])))
-    print(f"## Residual models trained on windows that queue ({', '.join(r[0] for r in done)})\n")
-    print("`rltune train ... --reach 8 --episodes contended --credit step`: residual models "
-          "(docs/learning.md, \"Residual models\") whose training *and* validation episodes are the "
-          "windows that queue most under the base policy. Rule, written before the runs: "
-          "[RULE.md](results/residual-contended/RULE.md): on the training part's tail (30 x 1024 jobs, "
-          "seed 0) the new model replaces the shipped one only if `rltune compare` finds neither metric "
-          "higher and one lower, beyond 2 standard errors of the per-window difference. Commands: "
-          + "; ".join(commands) + "\n")
+    print(f"## {title} ({', '.join(r[0] for r in done)})\n")
+    print(intro + " Commands: " + "; ".join(commands) + "\n")
     print("| trace | policy | BSLD, tail | wait (s), tail | against the shipped model: BSLD, wait "
           "(A − B ± SE) | verdict | trainer's held-out BSLD / wait (recorded, not used) |")
     print("|---|---|---|---|---|---|---|")
     for trace, shipped, shipped_label, new, label in done:
         ship = load_side(str(ROOT / shipped))
-        for spec, name in ((bases[trace], f"`{bases[trace].split('#')[1]}`"), (shipped, shipped_label),
-                           (new, label)):
+        rows = [(b, f"`{b.split('#')[1]}`") for b in bases[trace]]
+        for spec, name in (*rows, (shipped, shipped_label), (new, label)):
             side = load_side(str(ROOT / spec))
             m = load(spec.partition("#")[0])["policies"][side.policy]  # type: ignore[index]
             vs, verdict = "-", "-"
@@ -496,6 +540,8 @@ def residual_contended() -> None:
             print(f"| {trace} | {name} | {m['bsld']:.3f} | {m['wait_mean']:.1f} | {vs} | {verdict} | "
                   f"{held} |")
     print()
+    return done
+
 
 def main() -> int:
     if "--summary" in sys.argv:
@@ -568,6 +614,7 @@ def main() -> int:
     history_input()
     residual_models()
     residual_contended()
+    cem_models()
     variant_table("MILP vs greedy placement (philly, the same learned actor)", "", ("mode", "placement"),
                   [("philly-event", "event", "MILP"), ("philly-greedy-event", "event", "greedy"),
                    ("philly-noguard", "daemon, guard off", "MILP"),

@@ -9,7 +9,9 @@ reward, given at the end of the episode as in the paper, is the normalised gap t
 With ``credit = "episode"`` every decision of the episode shares that return and the critic's value is
 the baseline (advantage = return - value); with ``credit = "step"`` each decision is charged the
 slowdown and wait that accrue until the next one (``credit``) and advantages come from GAE. Rollouts
-run in parallel over processes; updates run in the main process.
+run in parallel over processes; updates run in the main process. What does not depend on the
+algorithm (arguments, episode windows, validation, pool, export) is the ``Session``, which the
+cross-entropy search (``train.cem``) shares.
 
 Placement during training is Slurm's default (greedy): the actor learns the order; the MILP is added at
 evaluation and in the daemon, as in the paper where the solver acts on the actor's top-K.
