@@ -102,6 +102,8 @@ def test_run_writes_a_readable_scorer_that_loads_like_any_model(
     assert [r["iteration"] for r in rows] == ["1", "2", "3"]
     assert rows[0]["val_reward"] != "nan" and rows[2]["val_reward"] == "nan"  # validated at 1 and 2
     assert all(int(r["episodes"]) == (6 + 1) * 2 for r in rows)  # 6 candidates and the mean, 2 windows each
+    checkpoint = torch.load(out / "checkpoints" / "last.pt")  # the default, weights-only load
+    assert checkpoint["iteration"] == 2 and checkpoint["mean"].shape == (features.ACTOR_DIM + 1,)
     weights = manifest["linear_scorer"]
     assert list(weights) == [*(s.name for s in features.ACTOR_SLOTS), "bias"]
     policy = load_learned(out)

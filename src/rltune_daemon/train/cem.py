@@ -95,8 +95,9 @@ def train_cem(args: TrainArgs) -> dict[str, Any]:
                 row["val_reward"] = session.validate(state)
                 if row["val_reward"] > best["val_reward"]:
                     best = {"val_reward": row["val_reward"], "iteration": it, "actor": state}
-                torch.save({"mean": mean, "sigma": sigma, "iteration": it},
-                           args.out / "checkpoints" / "last.pt")
+                # tensors, not numpy arrays: torch.load's default (weights_only) reads them
+                torch.save({"mean": torch.from_numpy(mean), "sigma": torch.from_numpy(sigma),
+                            "iteration": it}, args.out / "checkpoints" / "last.pt")
             rows.append(row)
             _write_csv(args.out / "training.csv", rows)
             if not args.progress:
