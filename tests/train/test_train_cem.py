@@ -141,3 +141,28 @@ def test_cli_picks_a_linear_actor_for_cem(tmp_path: Path, capsys: pytest.Capture
     assert main([*base, "--hidden", "32"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "use --hidden 0" in err
+
+
+def test_check_config_shows_a_linear_models_formula(
+        twin_runs: tuple[Path, Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An admin sees what a linear model prefers before deploying it; a multi-layer model shows none."""
+    from train_helpers import export_untrained
+
+    from rltune_daemon.cli.daemon import main as daemon_main
+
+    out, _, manifest = twin_runs
+    monkeypatch.setenv("RLTUNE_STATE_FILE", str(tmp_path / "s.json"))
+    monkeypatch.setenv("RLTUNE_BASE_POLICY", "sjf")
+    monkeypatch.setenv("RLTUNE_MODEL", str(out))
+    assert daemon_main(["--check-config"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("formula: "))
+    heaviest = max((k for k in manifest["linear_scorer"] if k != "bias"),
+                   key=lambda k: abs(manifest["linear_scorer"][k]))
+    assert line.startswith(f"formula: score = {manifest['linear_scorer'][heaviest]:+.3g} {heaviest} ")
+    assert all(f" {s.name}" in line for s in features.ACTOR_SLOTS)
+    export_untrained(Actor(features.ACTOR_DIM), tmp_path / "mlp")
+    monkeypatch.setenv("RLTUNE_MODEL", str(tmp_path / "mlp"))
+    assert daemon_main(["--check-config"]) == 0
+    printed = capsys.readouterr().out
+    assert "policy: model" in printed and "formula:" not in printed

@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def check_config(cfg: DaemonConfig, path: Path | None) -> int:
     """Print the effective configuration and what it resolves to (policy, placer, state file)."""
+    from rltune_daemon.policies.learned import LearnedPolicy
     from rltune_daemon.service.policy import CountingPlacer, choose_policy
 
     print(f"# config: {path if path is not None else 'built-in defaults'} + RLTUNE_* environment")
@@ -58,6 +59,8 @@ def check_config(cfg: DaemonConfig, path: Path | None) -> int:
         print(f"policy: FALLBACK to {choice.policy.name}: {choice.fallback}")
     else:
         print(f"policy: {choice.described}")
+        if isinstance(choice.policy, LearnedPolicy) and (formula := choice.policy.formula()):
+            print(f"formula: {formula}")
         if choice.behind_base:
             print(f"warning: {choice.behind_base}")
     if choice.policy.learns_history:

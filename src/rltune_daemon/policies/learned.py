@@ -113,6 +113,21 @@ class LearnedPolicy(Policy):
     def describe(self) -> str:
         return f"rltune:{self.path}"
 
+    def formula(self) -> str | None:
+        """A linear model's score as one readable line (``rltune train --algo cem`` records its weights
+        in the manifest); None for a multi-layer actor, whose weights say nothing on their own."""
+        weights = self.manifest.get("linear_scorer")
+        if not isinstance(weights, dict) or not weights:
+            return None
+        try:
+            inputs = sorted(((k, float(v)) for k, v in weights.items() if k != "bias"),
+                            key=lambda kv: -abs(kv[1]))
+            bias = float(weights.get("bias", 0.0))
+        except (TypeError, ValueError):  # a hand-edited manifest: the scores come from actor.pt anyway
+            return None
+        terms = " ".join(f"{v:+.3g} {k}" for k, v in inputs)  # the heaviest first
+        return f"score = {terms} {bias:+.3g} (higher first; inputs: docs/features.md)"
+
     def raw_scores(self, view: QueueView) -> F64:
         import torch
 

@@ -60,7 +60,7 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
         "hyperparameters": {k: v for k, v in vars(args).items() if k not in {"out", "trace", "opts"}
                             and not isinstance(v, Path)},
     }
-    if args.hidden == 0:  # a weighted sum an admin can read: weight per actor input (features.md)
+    if len(actor.net) == 1:  # one linear layer: a weighted sum an admin can read (weight per input)
         manifest["linear_scorer"] = linear_weights(actor, args.features)
     (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
     if args.heldout_windows > 0:
