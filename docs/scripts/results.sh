@@ -208,6 +208,11 @@ if [ -n "${CEM:-}" ]; then
   done
   "$RLTUNE" compare docs/results/cem/train-tail-philly docs/results/philly-hist/train-tail
   "$RLTUNE" compare docs/results/cem/train-tail-helios docs/results/philly-residual/train-tail-helios
+  "$RLTUNE" train --trace testbed --base multifactor --algo cem --reach 8 --episodes contended --episode-jobs 1024 \
+    --minutes "${LONG_MINUTES:-30}" --seed 0 --out docs/results/cem/model-testbed
+  "$RLTUNE" evaluate --split train-tail --windows 30 --window-size 1024 --seed 0 --trace testbed \
+    --policies rltune:docs/results/cem/model-testbed --out docs/results/cem/train-tail-testbed
+  "$RLTUNE" compare docs/results/cem/train-tail-testbed docs/results/residual-contended/train-tail-testbed
 fi
 # Retraining a shipped model (RETRAIN="helios philly ..."): the same training command into models-new/, then
 # judged against the shipped model on 30 training-split windows (the shipped one's run is

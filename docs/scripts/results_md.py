@@ -485,20 +485,26 @@ def cem_models() -> None:
          "cem/train-tail-philly", "linear, cross-entropy search, run D"),
         ("helios", SHIPPED_TAIL["helios"], "shipped `models/helios-sjf` (philly-residual/model-helios)",
          "cem/train-tail-helios", "linear, cross-entropy search, run E"),
+        ("testbed", "residual-contended/train-tail-testbed",
+         "shipped `models/testbed-multifactor` (residual-contended/model-testbed)", "cem/train-tail-testbed",
+         "residual linear (reach 8), cross-entropy search, run F"),
     ]
     bases = {"philly": ["train-tail/philly#daemon:sjf", "philly-qssf-base/train-tail#daemon:qssf"],
-             "helios": ["train-tail/helios#daemon:sjf"]}
+             "helios": ["train-tail/helios#daemon:sjf"], "testbed": ["train-tail/testbed#daemon:multifactor"]}
     done = tail_verdicts("A linear scorer found by cross-entropy search",
-                         "`rltune train --algo cem --warm-start 16 --episodes contended` (docs/learning.md, "
-                         "\"Cross-entropy search\"): a weighted sum of the 9 actor inputs, each generation's "
-                         "12 candidates run on the same 4 windows that queue. Rule, written before the runs: "
+                         "`rltune train --algo cem --episodes contended` (docs/learning.md, \"Cross-entropy "
+                         "search\"): a weighted sum of the 9 actor inputs, each generation's 12 candidates "
+                         "run on the same 4 windows that queue; Philly and Helios from a linear fit of SJF "
+                         "(`--warm-start 16`), the testbed as a residual model over multifactor "
+                         "(`--reach 8`). Rule, written before the runs: "
                          "[RULE.md](results/cem/RULE.md): the same tie band as the residual runs.",
                          runs, bases)
     if not done:
         return
     slots = [s.name for s in ACTOR_SLOTS]
     print("The formulas (score = sum of weight x input + bias, higher first; inputs in the normalised "
-          "units of docs/features.md):\n")
+          "units of docs/features.md; for the residual testbed model the sum is the correction m of "
+          "`key = 4 tanh(m) - place in multifactor's order`):\n")
     print("| trace | " + " | ".join(f"`{n}`" for n in slots) + " | bias |")
     print("|---|" + "---|" * (len(slots) + 1))
     for trace, *_ in done:
