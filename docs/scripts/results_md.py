@@ -452,7 +452,7 @@ def residual_contended() -> None:
     runs = [  # trace, shipped model (results dir#policy) and its label, the new run's tail results and label
         ("testbed", "train-tail/testbed#rltune:models/testbed-multifactor", ship_a,
          "residual-contended/train-tail-testbed",
-         "residual, run A (shipped since as `models/testbed-multifactor`)"),
+         "residual, run A (shipped as `models/testbed-multifactor` until run F)"),
         ("philly", SHIPPED_TAIL["philly"], "shipped `models/philly-sjf` (philly-hist/model)",
          "residual-contended/train-tail-philly", "residual, run B"),
         ("helios", SHIPPED_TAIL["helios"], "shipped `models/helios-sjf` (philly-residual/model-helios)",
@@ -486,8 +486,10 @@ def cem_models() -> None:
         ("helios", SHIPPED_TAIL["helios"], "shipped `models/helios-sjf` (philly-residual/model-helios)",
          "cem/train-tail-helios", "linear, cross-entropy search, run E"),
         ("testbed", "residual-contended/train-tail-testbed",
-         "shipped `models/testbed-multifactor` (residual-contended/model-testbed)", "cem/train-tail-testbed",
-         "residual linear (reach 8), cross-entropy search, run F"),
+         "`models/testbed-multifactor` shipped before (residual-contended/model-testbed, run A)",
+         "cem/train-tail-testbed",
+         "residual linear (reach 8), cross-entropy search, run F (shipped since as "
+         "`models/testbed-multifactor`)"),
     ]
     bases = {"philly": ["train-tail/philly#daemon:sjf", "philly-qssf-base/train-tail#daemon:qssf"],
              "helios": ["train-tail/helios#daemon:sjf"], "testbed": ["train-tail/testbed#daemon:multifactor"]}

@@ -166,3 +166,18 @@ def test_check_config_shows_a_linear_models_formula(
     assert daemon_main(["--check-config"]) == 0
     printed = capsys.readouterr().out
     assert "policy: model" in printed and "formula:" not in printed
+
+
+def test_a_residual_linear_models_formula_is_a_correction(twin_runs: tuple[Path, Path, dict[str, Any]],
+                                                          tmp_path: Path) -> None:
+    import shutil
+
+    out = tmp_path / "residual"
+    shutil.copytree(twin_runs[0], out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    (out / "manifest.json").write_text(json.dumps({**manifest, "reach": 8.0}))
+    formula = load_learned(out).formula()
+    assert formula is not None and formula.startswith("m = ")
+    assert "; key = 4 tanh(m) - place in sjf's order" in formula
+    (out / "manifest.json").write_text(json.dumps({**manifest, "linear_scorer": {"wait": "heavy"}}))
+    assert load_learned(out).formula() is None  # a hand-edited manifest prints nothing, breaks nothing

@@ -126,6 +126,10 @@ class LearnedPolicy(Policy):
         except (TypeError, ValueError):  # a hand-edited manifest: the scores come from actor.pt anyway
             return None
         terms = " ".join(f"{v:+.3g} {k}" for k, v in inputs)  # the heaviest first
+        if self.reach > 0:  # the sum is a correction to the base order, not a score of its own
+            base = self.manifest.get("base_policy", "?")
+            return (f"m = {terms} {bias:+.3g}; key = {self.reach / 2:g} tanh(m) - place in {base}'s order "
+                    "(higher first; inputs: docs/features.md)")
         return f"score = {terms} {bias:+.3g} (higher first; inputs: docs/features.md)"
 
     def raw_scores(self, view: QueueView) -> F64:
