@@ -69,7 +69,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--cem-elite", type=float, default=0.25,
                    help="cem: share of candidates the next generation is fitted to")
     p.add_argument("--cem-sigma", type=float, default=0.5,
-                   help="cem: first spread of the weights, relative to the starting weights' size")
+                   help="cem: first spread of the weights, relative to the starting weights' size "
+                        "(absolute when they are zero: --reach)")
     p.set_defaults(func=run)
 
 
