@@ -141,6 +141,9 @@ def test_cli_picks_a_linear_actor_for_cem(tmp_path: Path, capsys: pytest.Capture
     assert main([*base, "--hidden", "32"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "use --hidden 0" in err
+    assert main([*base, "--credit", "step", "--lr", "0.01"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--lr, --credit: PPO's settings, unused by --algo cem" in err
 
 
 def test_check_config_shows_a_linear_models_formula(

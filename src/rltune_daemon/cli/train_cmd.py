@@ -86,6 +86,11 @@ def run(args: argparse.Namespace) -> int:
     opts = {**EVAL_DEFAULT_OPTS.get(args.trace, {}), **parse_opts(args.opt)}
     if not args.react >= 0:
         raise UserError(f"--react {args.react:g}: must be 0 (off) or a positive number of seconds")
+    ppo_only = [f"--{name.replace('_', '-')}" for name in ("lr", "credit", "episodes_per_iter")
+                if getattr(args, name) != getattr(TrainArgs, name)]  # set away from the default
+    if args.algo == "cem" and ppo_only:
+        raise UserError(f"{', '.join(ppo_only)}: PPO's settings, unused by --algo cem; drop them (cem's own "
+                        "are --cem-population, --cem-episodes, --cem-elite, --cem-sigma)")
     if args.minutes <= 0 and args.max_iterations <= 0:
         raise UserError("--minutes must be positive (or give --max-iterations)")
     targs = TrainArgs(
