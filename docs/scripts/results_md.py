@@ -453,10 +453,8 @@ def residual_contended() -> None:
         ("testbed", "train-tail/testbed#rltune:models/testbed-multifactor", ship_a,
          "residual-contended/train-tail-testbed",
          "residual, run A (shipped as `models/testbed-multifactor` until run F)"),
-        ("philly", SHIPPED_TAIL["philly"], "shipped `models/philly-sjf` (philly-hist/model)",
-         "residual-contended/train-tail-philly", "residual, run B"),
-        ("helios", SHIPPED_TAIL["helios"], "shipped `models/helios-sjf` (philly-residual/model-helios)",
-         "residual-contended/train-tail-helios", "residual, run C"),
+        ("philly", *SHIPPED_TAIL["philly"], "residual-contended/train-tail-philly", "residual, run B"),
+        ("helios", *SHIPPED_TAIL["helios"], "residual-contended/train-tail-helios", "residual, run C"),
     ]
     bases = {"testbed": ["train-tail/testbed#daemon:multifactor"], "philly": ["train-tail/philly#daemon:sjf"],
              "helios": ["train-tail/helios#daemon:sjf"]}
@@ -471,9 +469,11 @@ def residual_contended() -> None:
                   runs, bases)
 
 
-SHIPPED_TAIL = {  # the shipped models' runs on the training part's tail (30 x 1024, seed 0)
-    "philly": "philly-hist/train-tail#rltune:docs/results/philly-hist/model",
-    "helios": "philly-residual/train-tail-helios",
+SHIPPED_TAIL = {  # the shipped models' runs on the training part's tail (30 x 1024, seed 0), and their labels
+    "philly": ("philly-hist/train-tail#rltune:docs/results/philly-hist/model",
+               "shipped `models/philly-sjf` (philly-hist/model)"),
+    "helios": ("philly-residual/train-tail-helios",
+               "shipped `models/helios-sjf` (philly-residual/model-helios)"),
 }
 
 
@@ -481,10 +481,8 @@ def cem_models() -> None:
     """Linear scorers found by cross-entropy search, judged as the residual runs are (rule:
     docs/results/cem/RULE.md), and the formulas they learned."""
     runs = [
-        ("philly", SHIPPED_TAIL["philly"], "shipped `models/philly-sjf` (philly-hist/model)",
-         "cem/train-tail-philly", "linear, cross-entropy search, run D"),
-        ("helios", SHIPPED_TAIL["helios"], "shipped `models/helios-sjf` (philly-residual/model-helios)",
-         "cem/train-tail-helios", "linear, cross-entropy search, run E"),
+        ("philly", *SHIPPED_TAIL["philly"], "cem/train-tail-philly", "linear, cross-entropy search, run D"),
+        ("helios", *SHIPPED_TAIL["helios"], "cem/train-tail-helios", "linear, cross-entropy search, run E"),
         ("testbed", "residual-contended/train-tail-testbed",
          "`models/testbed-multifactor` shipped before (residual-contended/model-testbed, run A)",
          "cem/train-tail-testbed",

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from train_helpers import one_torch_thread, random_view, tiny_args
+from train_helpers import one_torch_thread, random_view, tiny_args, train_twice
 
 from rltune_daemon import features
 from rltune_daemon.cli.main import main
@@ -78,11 +78,7 @@ def test_search_finds_a_known_optimum(tmp_path: Path, monkeypatch: pytest.Monkey
 
 @pytest.fixture(scope="module")
 def twin_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, Any]]:
-    with one_torch_thread():
-        root = tmp_path_factory.mktemp("cem")
-        first = train(tiny_args(root / "a", **CEM))
-        train(tiny_args(root / "b", **CEM))
-    return root / "a", root / "b", first
+    return train_twice(tmp_path_factory.mktemp("cem"), **CEM)
 
 
 def test_same_seed_same_scorer(twin_runs: tuple[Path, Path, dict[str, Any]]) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import torch
-from train_helpers import one_torch_thread, record_base, tiny_args, top_pick_agreement
+from train_helpers import one_torch_thread, record_base, tiny_args, top_pick_agreement, train_twice
 
 from rltune_daemon import features
 from rltune_daemon.cli.main import main
@@ -34,11 +34,7 @@ RUN = {"episode_jobs": 96, "episodes_per_iter": 2, "max_iterations": 2, "warm_st
 @pytest.fixture(scope="module")
 def twin_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, Any]]:
     """Two identical seeded runs (warm start, two PPO iterations, one held-out window)."""
-    with one_torch_thread():
-        root = tmp_path_factory.mktemp("twins")
-        first = train(tiny_args(root / "a", **RUN))
-        train(tiny_args(root / "b", **RUN))
-    return root / "a", root / "b", first
+    return train_twice(tmp_path_factory.mktemp("twins"), **RUN)
 
 
 def _scores(model_dir: Path, x: torch.Tensor) -> torch.Tensor:

@@ -58,6 +58,17 @@ def tiny_args(out: Path, **kw: Any) -> TrainArgs:
     return TrainArgs(**{**base, **kw})
 
 
+def train_twice(root: Path, **kw: Any) -> tuple[Path, Path, dict[str, Any]]:
+    """Two identical seeded tiny runs into ``root/a`` and ``root/b`` (for determinism tests); the first
+    run's manifest."""
+    from rltune_daemon.train.ppo import train
+
+    with one_torch_thread():
+        first = train(tiny_args(root / "a", **kw))
+        train(tiny_args(root / "b", **kw))
+    return root / "a", root / "b", first
+
+
 def export_untrained(actor: Actor, out: Path, features: str = "sampled") -> dict[str, Any]:
     """Write ``actor`` as a model directory exactly as training does (no held-out evaluation)."""
     from rltune_daemon.train.export import export_model

@@ -27,7 +27,7 @@ import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from rltune_daemon.errors import UserError
-from rltune_daemon.train.ppo import TrainArgs, _state, _write_csv, batch_means, open_session, start_from_base
+from rltune_daemon.train.ppo import TrainArgs, _state, batch_means, open_session
 
 VALIDATE_EVERY = 2  # generations; a generation runs ~3x the episodes of a PPO iteration (validated every 5)
 SMOOTHING = 0.5  # each generation moves the mean and spread half-way to the elite's: a few noisy windows
@@ -73,9 +73,8 @@ def train_cem(args: TrainArgs) -> dict[str, Any]:
     size = float(np.linalg.norm(mean)) / math.sqrt(len(mean))
     sigma = np.full(len(mean), args.cem_sigma * (size if size > 0 else 1.0))
     floor = SIGMA_FLOOR * sigma
-    rows: list[dict[str, Any]] = []
     try:
-        best, start_val = start_from_base(session)
+        session.start_from_base()
         it = 0
         while not session.done(it):
             it += 1
@@ -91,20 +90,16 @@ def train_cem(args: TrainArgs) -> dict[str, Any]:
                 "sigma": float(sigma.mean()), "val_reward": math.nan,
             }
             if it % VALIDATE_EVERY == 0 or it == 1:
-                state = weights(mean)
-                row["val_reward"] = session.validate(state)
-                if row["val_reward"] > best["val_reward"]:
-                    best = {"val_reward": row["val_reward"], "iteration": it, "actor": state}
+                row["val_reward"] = session.consider(it, weights(mean))
                 # tensors, not numpy arrays: torch.load's default (weights_only) reads them
                 torch.save({"mean": torch.from_numpy(mean), "sigma": torch.from_numpy(sigma),
                             "iteration": it}, args.out / "checkpoints" / "last.pt")
-            rows.append(row)
-            _write_csv(args.out / "training.csv", rows)
+            session.record(row)
             if not args.progress:
                 print(f"gen {it} min {row['minutes']:.1f} mean {row['reward']:+.3f} "
                       f"population {row['population_reward']:+.3f} top {row['top_reward']:+.3f} "
                       f"sigma {row['sigma']:.3f} val {row['val_reward']:+.3f}", flush=True)
-            session.tick(gen=str(it), mean=f"{row['reward']:+.3f}", val=f"{best['val_reward']:+.3f}")
+            session.tick(gen=str(it), mean=f"{row['reward']:+.3f}", val=f"{session.best['val_reward']:+.3f}")
     finally:
         session.close()
-    return session.finish(rows, best, start_val, "reward of the generation's mean weights")
+    return session.finish("reward of the generation's mean weights")

@@ -315,8 +315,9 @@ def _episode_spans(train: Workload, args: TrainArgs) -> tuple[int, tuple[int, in
 @dataclass
 class Session:
     """What every trainer shares (PPO here, CEM in ``train.cem``): the checked arguments, the networks,
-    the rollout pool, the episode windows (all or contended), the fixed validation windows, the warm start
-    and the clock. Trainers call ``rollouts`` and ``validate`` and end with ``finish``."""
+    the rollout pool, the episode windows (all or contended), the fixed validation windows, the warm start,
+    the clock, the best validated actor and the CSV rows. Trainers call ``start_from_base``, then
+    ``rollouts``, ``consider`` and ``record`` per iteration, and end with ``finish``."""
 
     args: TrainArgs
     actor: Actor
@@ -330,6 +331,9 @@ class Session:
     val_jobs: list[tuple[int, int]]
     warm: dict[str, float]
     bar: Any
+    best: dict[str, Any] = field(default_factory=lambda: {"val_reward": -math.inf})
+    start_val: float | None = None  # residual: the validation reward of the base order (iteration 0)
+    rows: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def elapsed(self) -> float:
@@ -367,6 +371,26 @@ class Session:
         """Mean reward of the deterministic actor on the fixed validation windows."""
         return float(np.mean([ep["reward"] for ep in self.spread(actor, self.val_jobs, deterministic=True)]))
 
+    def start_from_base(self) -> None:
+        """A residual run's iteration 0: the base order itself is a candidate, kept when nothing beat it."""
+        if self.args.reach <= 0:
+            return
+        self.start_val = self.consider(0, _state(self.actor))
+        if not self.args.progress:
+            print(f"iter 0 val {self.start_val:+.3f} (the base order)", flush=True)
+
+    def consider(self, it: int, actor: dict[str, torch.Tensor]) -> float:
+        """Validate iteration ``it``'s actor and keep it if it beats the best so far; its reward."""
+        val = self.validate(actor)
+        if val > self.best["val_reward"]:
+            self.best = {"val_reward": val, "iteration": it, "actor": actor}
+        return val
+
+    def record(self, row: dict[str, Any]) -> None:
+        """One iteration's CSV row (the file is rewritten, so a stopped run keeps its curve)."""
+        self.rows.append(row)
+        _write_csv(self.args.out / "training.csv", self.rows)
+
     def tick(self, **postfix: str) -> None:
         self.bar.set_postfix(**postfix)
         self.bar.n = min(int(self.elapsed), int(self.args.minutes * 60.0))
@@ -377,19 +401,18 @@ class Session:
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=True)
 
-    def finish(self, rows: list[dict[str, Any]], best: dict[str, Any], start_val: float | None,
-               reward_label: str = "training reward (sampled)") -> dict[str, Any]:
+    def finish(self, reward_label: str = "training reward (sampled)") -> dict[str, Any]:
         """Load the best validated actor, write the CSV and curve, export and evaluate held-out."""
         from rltune_daemon.train.export import export_model, plot_curve
 
         args = self.args
-        if "actor" in best:
-            self.actor.load_state_dict(best["actor"])
+        if "actor" in self.best:
+            self.actor.load_state_dict(self.best["actor"])
         train_minutes = self.elapsed / 60.0
-        _write_csv(args.out / "training.csv", rows)
+        _write_csv(args.out / "training.csv", self.rows)
         title = f"{args.trace}: RLTune vs {args.base} ({args.mode} mode, {args.algo})"
-        plot_curve(rows, args.out / "training_curve.png", title, start_val, reward_label)
-        return export_model(self.actor, args, train_minutes, rows, best, self.warm, start_val)
+        plot_curve(self.rows, args.out / "training_curve.png", title, self.start_val, reward_label)
+        return export_model(self.actor, args, train_minutes, self.rows, self.best, self.warm, self.start_val)
 
 
 def _check(args: TrainArgs) -> None:
@@ -466,17 +489,6 @@ def open_session(args: TrainArgs) -> Session:
     return session
 
 
-def start_from_base(session: Session) -> tuple[dict[str, Any], float | None]:
-    """A residual run's iteration 0: the base order itself is a candidate, kept when nothing beat it."""
-    if session.args.reach <= 0:
-        return {"val_reward": -math.inf}, None
-    state = _state(session.actor)
-    start_val = session.validate(state)
-    if not session.args.progress:
-        print(f"iter 0 val {start_val:+.3f} (the base order)", flush=True)
-    return {"val_reward": start_val, "iteration": 0, "actor": state}, start_val
-
-
 # ----------------------------------------------------------------------------- the loop
 def train(args: TrainArgs) -> dict[str, Any]:
     """Train until ``args.minutes`` (or ``max_iterations``) and export the best validated actor."""
@@ -487,9 +499,8 @@ def train(args: TrainArgs) -> dict[str, Any]:
     session = open_session(args)
     actor, critic, rng = session.actor, session.critic, session.rng
     opt = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=args.lr)
-    rows: list[dict[str, Any]] = []
     try:
-        best, start_val = start_from_base(session)
+        session.start_from_base()
         it = 0
         while not session.done(it):
             it += 1
@@ -514,23 +525,20 @@ def train(args: TrainArgs) -> dict[str, Any]:
                 "steps": len(steps), **batch_means(episodes), **stats, "val_reward": math.nan,
             }
             if it % args.validate_every == 0 or it == 1:
-                row["val_reward"] = session.validate(_state(actor))
-                if row["val_reward"] > best["val_reward"]:
-                    best = {"val_reward": row["val_reward"], "iteration": it, "actor": _state(actor)}
+                row["val_reward"] = session.consider(it, _state(actor))
                 torch.save({"actor": actor.state_dict(), "critic": critic.state_dict(),
                             "optimizer": opt.state_dict(), "iteration": it, "args": asdict(args)},
                            args.out / "checkpoints" / "last.pt")
-            rows.append(row)
-            _write_csv(args.out / "training.csv", rows)
+            session.record(row)
             if not args.progress:
                 print(f"iter {it} min {row['minutes']:.1f} episodes {row['episodes']} "
                       f"reward {row['reward']:+.3f} "
                       f"val {row['val_reward']:+.3f} bsld {row['rl_bsld']:.2f}/{row['base_bsld']:.2f} "
                       f"wait {row['rl_wait']:.0f}/{row['base_wait']:.0f}", flush=True)
-            session.tick(it=str(it), reward=f"{row['reward']:+.3f}", val=f"{best['val_reward']:+.3f}")
+            session.tick(it=str(it), reward=f"{row['reward']:+.3f}", val=f"{session.best['val_reward']:+.3f}")
     finally:
         session.close()
-    return session.finish(rows, best, start_val)
+    return session.finish()
 
 
 def batch_means(episodes: list[dict[str, Any]]) -> dict[str, float]:
