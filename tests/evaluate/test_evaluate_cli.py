@@ -90,6 +90,22 @@ def test_train_tail_windows_sit_between_their_history_and_the_held_out_tail(tmp_
     _cli_split_is_those_windows(tmp_path / "tail", "4000", "train-tail", tail[:2], "temporal validation")
 
 
+def test_train_recent_windows_are_disjoint_and_end_where_the_training_part_ends(tmp_path: Path) -> None:
+    """Disjoint windows laid end to end over the training part's last jobs (independent windows for a
+    paired comparison), history before them, nothing from the held-out tail; too many windows refused."""
+    w = load_workload("testbed", estimates="user", seed=0, jobs="2000")
+    train, held = heldout_windows(w, 3, 100, 0)
+    history, recent = heldout_windows(w, 3, 100, 0, part="train-recent")
+    assert history.jobs == train.jobs[:-300]
+    assert [win.jobs for win in recent] == [train.jobs[-300:-200], train.jobs[-200:-100], train.jobs[-100:]]
+    assert heldout_windows(w, 3, 100, 7, part="train-recent")[1][0].jobs == recent[0].jobs  # not drawn
+    assert not {j.id for win in recent for j in win.jobs} & {j.id for h in held for j in h.jobs}
+    with pytest.raises(UserError, match="fewer or smaller windows"):
+        heldout_windows(w, 18, 100, 0, part="train-recent")
+    _, two = heldout_windows(w, 2, 100, 0, part="train-recent")
+    _cli_split_is_those_windows(tmp_path / "recent", "2000", "train-recent", two, "disjoint windows")
+
+
 def test_evaluate_parallel_equals_serial(tmp_path: Path) -> None:
     from rltune_daemon.evaluate import EvalConfig, evaluate
 

@@ -62,8 +62,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         f"(default {STARVATION_STRETCH_DEFAULT:g}; 0: the hours above for every job)")
     p.add_argument("--split", choices=PARTS, default="held-out",
                    help="where the windows come from: the held-out tail (default, for reporting), the "
-                        "training part, or the training part's own tail (temporal validation): the last two "
-                        "choose settings and models without touching the held-out windows")
+                        "training part, the training part's own tail (temporal validation), or the training "
+                        "part's last windows x window-size jobs as disjoint windows (train-recent): the last "
+                        "three choose settings and models without touching the held-out windows")
     p.add_argument("--out", type=Path, default=None, help="directory for results.json/.md and plots")
     p.set_defaults(func=run)
 

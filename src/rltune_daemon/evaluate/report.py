@@ -83,7 +83,8 @@ def _interval(cfg: dict[str, Any]) -> str:
 
 
 SPLIT_TEXT = {"held-out": "held-out last 10 %", "train": "training part (first 90 %)",
-              "train-tail": "training part's tail (81-90 %, temporal validation)"}
+              "train-tail": "training part's tail (81-90 %, temporal validation)",
+              "train-recent": "training part's last jobs, disjoint windows end to end"}
 
 
 def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path]:

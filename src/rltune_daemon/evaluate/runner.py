@@ -60,7 +60,7 @@ class EvalConfig:
     starvation_slots: int = 0  # daemon mode: guarded jobs restored at once per tier (0: all)
     starvation_stretch: float = STARVATION_STRETCH_DEFAULT  # daemon mode: guard after stretch × time limit
     milp: bool = True  # learned policies place their top K with the MILP (False: Slurm's greedy default)
-    split: str = "held-out"  # "train" / "train-tail": windows from the training part, for choosing honestly
+    split: str = "held-out"  # "train", "train-tail", "train-recent": training windows, for choosing
 
     def trace_opts(self) -> dict[str, str]:
         return {**EVAL_DEFAULT_OPTS.get(self.trace, {}), **self.opts}
