@@ -514,9 +514,10 @@ def cem_models() -> None:
 
 
 def tail_verdicts(title: str, intro: str, runs: list[tuple[str, str, str, str, str]],
-                  bases: dict[str, list[str]]) -> list[tuple[str, str, str, str, str]]:
-    """A table of new models against the shipped ones on the training part's tail, with `rltune compare`'s
-    verdict; the base policies' rows for reference. Returns the runs that have results."""
+                  bases: dict[str, list[str]], split: str = "tail") -> list[tuple[str, str, str, str, str]]:
+    """A table of new models against the shipped ones on a training split (the tail unless ``split``
+    says otherwise), with `rltune compare`'s verdict; each trace's base policies and shipped model once,
+    for reference. Returns the runs that have results."""
     from rltune_daemon.evaluate.paired import load_side, overall, paired_diffs
 
     done = [r for r in runs if load(r[3]) is not None]
@@ -527,13 +528,16 @@ def tail_verdicts(title: str, intro: str, runs: list[tuple[str, str, str, str, s
                              if (res := load(spec.partition("#")[0])))
     print(f"## {title} ({', '.join(r[0] for r in done)})\n")
     print(intro + " Commands: " + "; ".join(commands) + "\n")
-    print("| trace | policy | BSLD, tail | wait (s), tail | against the shipped model: BSLD, wait "
+    print(f"| trace | policy | BSLD, {split} | wait (s), {split} | against the shipped model: BSLD, wait "
           "(A − B ± SE) | verdict | trainer's held-out BSLD / wait (recorded, not used) |")
     print("|---|---|---|---|---|---|---|")
+    shown: set[str] = set()
     for trace, shipped, shipped_label, new, label in done:
         ship = load_side(str(ROOT / shipped))
-        rows = [(b, f"`{b.split('#')[1]}`") for b in bases[trace]]
-        for spec, name in (*rows, (shipped, shipped_label), (new, label)):
+        rows = [] if trace in shown else [*((b, f"`{b.split('#')[1]}`") for b in bases[trace]),
+                                          (shipped, shipped_label)]
+        shown.add(trace)
+        for spec, name in (*rows, (new, label)):
             side = load_side(str(ROOT / spec))
             m = load(spec.partition("#")[0])["policies"][side.policy]  # type: ignore[index]
             vs, verdict = "-", "-"

@@ -93,3 +93,25 @@ def test_compare_cli_prints_the_verdict_and_refuses_in_one_line(tmp_path: Path,
     assert main(["compare", str(tmp_path / "bad.json"), f"{d}#old"]) == 2
     assert "not an 'rltune evaluate' results.json" in capsys.readouterr().err
     assert main(["compare", f"{d}#new", f"{d}#old", "--sigma", "0"]) == 2
+
+
+def test_relative_differences_let_every_window_weigh_alike(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A 10 % lead in every window but one congested window where A is 2 % behind: the absolute mean
+    difference is decided by that window (a tie), the relative one sees the steady lead (lower)."""
+    old = [(2.0, 100.0), (2.0, 100.0), (2.0, 100.0), (2.0, 100.0), (50.0, 100.0)]
+    new = [(1.8, 100.0), (1.8, 100.0), (1.8, 100.0), (1.8, 100.0), (51.0, 100.0)]
+    d = _write(tmp_path / "r", {"new": new, "old": old})
+    absolute = paired_diffs(load_side(f"{d}#new"), load_side(f"{d}#old"))
+    assert math.isclose(absolute[0].diff, 0.04) and absolute[0].verdict == "tie"
+    rel = paired_diffs(load_side(f"{d}#new"), load_side(f"{d}#old"), relative=True)
+    assert math.isclose(rel[0].diff, (4 * -0.1 + 0.02) / 5) and rel[0].verdict == "lower"
+    assert rel[1].diff == 0.0 and rel[1].verdict == "tie" and overall(rel) == "better"
+    assert main(["compare", f"{d}#new", f"{d}#old", "--relative"]) == 0
+    out = capsys.readouterr().out
+    assert "(A - B) / B" in out and "-7.60%" in out and "verdict: A is better than B" in out
+    zero = _write(tmp_path / "z", {"new": [(1.0, 5.0), (1.0, 0.0)], "old": [(1.0, 0.0), (1.0, 0.0)]})
+    with pytest.raises(UserError, match="B's wait_mean is 0"):
+        paired_diffs(load_side(f"{zero}#new"), load_side(f"{zero}#old"), relative=True)
+    both_zero = paired_diffs(load_side(f"{zero}#old"), load_side(f"{zero}#old"), relative=True)
+    assert [x.diff for x in both_zero] == [0.0, 0.0]

@@ -17,6 +17,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="standard errors a mean per-window difference must exceed to count as lower or "
                         f"higher; inside the band it is a tie (default {SIGMA_DEFAULT:g})")
     p.add_argument("--metrics", default=",".join(METRICS), help="comma-separated per-window metrics")
+    p.add_argument("--relative", action="store_true",
+                   help="take each window's difference as a fraction of B's value there, so that congested "
+                        "windows weigh no more than quiet ones (printed in per cent)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=compare)
 
@@ -24,19 +27,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def compare(args: argparse.Namespace) -> int:
     a, b = load_side(args.a), load_side(args.b)
     metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip())
-    diffs = paired_diffs(a, b, metrics, args.sigma)
+    diffs = paired_diffs(a, b, metrics, args.sigma, args.relative)
     verdict = overall(diffs)
     if args.json:
         print_json({"a": {"path": str(a.path), "policy": a.policy},
                     "b": {"path": str(b.path), "policy": b.policy},
-                    "windows": len(a.windows), "sigma": args.sigma, "verdict": verdict,
-                    "metrics": [vars(d) for d in diffs]})
+                    "windows": len(a.windows), "sigma": args.sigma, "relative": args.relative,
+                    "verdict": verdict, "metrics": [vars(d) for d in diffs]})
         return 0
     print(f"A: {a.policy} ({a.path})\nB: {b.policy} ({b.path})\n"
-          f"{len(a.windows)} windows; a difference counts beyond {args.sigma:g} standard errors")
-    print(f"{'metric':<12}{'A':>12}{'B':>12}{'A - B':>12}{'SE':>10}  A is")
+          f"{len(a.windows)} windows; a difference counts beyond {args.sigma:g} standard errors"
+          + ("; differences per window as a per cent of B's value" if args.relative else ""))
+    head = "(A - B) / B" if args.relative else "A - B"
+    print(f"{'metric':<12}{'A':>12}{'B':>12}{head:>13}{'SE':>10}  A is")
     for d in diffs:
-        print(f"{d.metric:<12}{d.a:>12.3f}{d.b:>12.3f}{d.diff:>+12.3f}{d.se:>10.3f}  {d.verdict}")
+        diff, se = (f"{100 * d.diff:>+12.2f}%", f"{100 * d.se:>9.2f}%") if args.relative else \
+            (f"{d.diff:>+13.3f}", f"{d.se:>10.3f}")
+        print(f"{d.metric:<12}{d.a:>12.3f}{d.b:>12.3f}{diff}{se}  {d.verdict}")
     print(f"verdict: A is {verdict} than B" if verdict in ("better", "worse") else
           f"verdict: {verdict}")
     return 0

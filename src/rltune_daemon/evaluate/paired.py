@@ -5,6 +5,10 @@ how much the per-window differences scatter. Both policies ran on the same windo
 is taken window by window and judged against its standard error: *lower* below ``-sigma`` SE,
 *higher* above ``+sigma`` SE, a *tie* in between. Choosing a model on a difference inside that band is
 choosing on noise (docs/learning.md, "Choosing between two models").
+
+``relative`` takes each window's difference as a fraction of B's value there, ``(a - b) / b``, the
+trainer's own reward scale: a window where every policy's BSLD is 20 then weighs no more than one where
+it is 2, which the absolute difference lets a few congested windows decide.
 """
 
 from __future__ import annotations
@@ -88,9 +92,19 @@ def check_same_windows(a: Side, b: Side) -> list[int]:
     return sorted(a.windows)
 
 
+def _relative(x: float, y: float, metric: str, window: int) -> float:
+    if y == 0.0:
+        if x == 0.0:
+            return 0.0
+        raise UserError(f"window {window}: B's {metric} is 0, so A's relative difference is undefined; "
+                        "compare without --relative")
+    return (x - y) / y
+
+
 def paired_diffs(a: Side, b: Side, metrics: tuple[str, ...] = METRICS,
-                 sigma: float = SIGMA_DEFAULT) -> list[PairedDiff]:
-    """Per metric: a's mean, b's mean, mean per-window difference, its standard error, the verdict."""
+                 sigma: float = SIGMA_DEFAULT, relative: bool = False) -> list[PairedDiff]:
+    """Per metric: a's mean, b's mean, mean per-window difference (a fraction of B's when ``relative``),
+    its standard error, the verdict."""
     if sigma <= 0:
         raise UserError(f"--sigma {sigma:g}: expected a positive number of standard errors")
     ids = check_same_windows(a, b)
@@ -102,7 +116,7 @@ def paired_diffs(a: Side, b: Side, metrics: tuple[str, ...] = METRICS,
         except KeyError:
             raise UserError(f"metric {m!r} is not in the per-window results; try one of "
                             f"{', '.join(sorted(a.windows[ids[0]]))}") from None
-        d = [x - y for x, y in zip(xs, ys, strict=True)]
+        d = [_relative(x, y, m, i) if relative else x - y for i, x, y in zip(ids, xs, ys, strict=True)]
         n = len(d)
         mean = sum(d) / n
         se = math.sqrt(sum((v - mean) ** 2 for v in d) / (n - 1) / n)
