@@ -214,6 +214,28 @@ if [ -n "${CEM:-}" ]; then
     --policies rltune:docs/results/cem/model-testbed --out docs/results/cem/train-tail-testbed
   "$RLTUNE" compare docs/results/cem/train-tail-testbed docs/results/residual-contended/train-tail-testbed
 fi
+# Disjoint recent windows and cross-entropy search against QSSF (RECENT=1; rule written before the runs:
+# docs/results/recent/RULE.md): run G chosen on the 30 disjoint windows of the training part's last jobs,
+# run H (seed 1) on the 30 of all 72 disjoint training windows where daemon:sjf has the highest BSLD.
+if [ -n "${RECENT:-}" ]; then
+  R=docs/results/recent
+  RW=(--split train-recent --window-size 1024 --seed 0 --trace philly)
+  "$RLTUNE" evaluate "${RW[@]}" --windows 30 --policies daemon:sjf,daemon:qssf,rltune:models/philly-sjf \
+    --out $R/train-recent-philly
+  for s in 0 1; do
+    m=$R/model-philly-qssf$([ $s = 0 ] || echo "-s$s")
+    "$RLTUNE" train --trace philly --base qssf --algo cem --warm-start 16 --episodes contended \
+      --episode-jobs 1024 --minutes "${LONG_MINUTES:-30}" --seed $s --out "$m"
+  done
+  "$RLTUNE" evaluate "${RW[@]}" --windows 30 --policies rltune:$R/model-philly-qssf --out $R/train-recent-philly-g
+  "$RLTUNE" evaluate "${RW[@]}" --windows 30 --policies rltune:docs/results/cem/model-philly \
+    --out $R/train-recent-philly-d
+  "$RLTUNE" compare $R/train-recent-philly-g "$R/train-recent-philly#rltune:models/philly-sjf"
+  "$RLTUNE" evaluate "${RW[@]}" --windows 72 --out $R/busiest-philly --policies \
+    daemon:sjf,daemon:qssf,rltune:models/philly-sjf,rltune:$R/model-philly-qssf-s1,rltune:$R/model-philly-qssf,rltune:docs/results/cem/model-philly
+  "$RLTUNE" compare "$R/busiest-philly#rltune:$R/model-philly-qssf-s1" "$R/busiest-philly#rltune:models/philly-sjf" \
+    --busiest 30 --by "$R/busiest-philly#daemon:sjf"
+fi
 # Retraining a shipped model (RETRAIN="helios philly ..."): the same training command into models-new/, then
 # judged against the shipped model on 30 training-split windows (the shipped one's run is
 # guard-stretch/train-<t>-x2). The one with lower BSLD and wait goes to models/ (copied by hand), and the

@@ -501,23 +501,77 @@ def cem_models() -> None:
                          runs, bases)
     if not done:
         return
+    formula_table("The formulas (score = sum of weight x input + bias, higher first; inputs in the "
+                  "normalised units of docs/features.md; for the residual testbed model the sum is the "
+                  "correction m of `key = 4 tanh(m) - place in multifactor's order`):",
+                  "trace", [(trace, f"cem/model-{trace}") for trace, *_ in done])
+
+
+def formula_table(intro: str, head: str, models: list[tuple[str, str]]) -> None:
+    """The weights of linear models (manifest ``linear_scorer``), one row per (label, model dir)."""
     slots = [s.name for s in ACTOR_SLOTS]
-    print("The formulas (score = sum of weight x input + bias, higher first; inputs in the normalised "
-          "units of docs/features.md; for the residual testbed model the sum is the correction m of "
-          "`key = 4 tanh(m) - place in multifactor's order`):\n")
-    print("| trace | " + " | ".join(f"`{n}`" for n in slots) + " | bias |")
+    print(intro + "\n")
+    print(f"| {head} | " + " | ".join(f"`{n}`" for n in slots) + " | bias |")
     print("|---|" + "---|" * (len(slots) + 1))
-    for trace, *_ in done:
-        w = json.loads((ROOT / "cem" / f"model-{trace}" / "manifest.json").read_text())["linear_scorer"]
-        print(f"| {trace} | " + " | ".join(f"{w[n]:+.3f}" for n in slots) + f" | {w['bias']:+.3f} |")
+    for label, model in models:
+        path = ROOT / model / "manifest.json"
+        if path.exists():
+            w = json.loads(path.read_text())["linear_scorer"]
+            print(f"| {label} | " + " | ".join(f"{w[n]:+.3f}" for n in slots) + f" | {w['bias']:+.3f} |")
     print()
 
 
+def recent_windows() -> None:
+    """Runs G and H (Philly, cross-entropy search with QSSF as base) judged on disjoint windows of the
+    training part's last jobs, all of them (run G) or the 30 where `daemon:sjf` queues most (run H);
+    rule: docs/results/recent/RULE.md."""
+    ship_label = SHIPPED_TAIL["philly"][1]
+    rec = "recent/train-recent-philly"
+    runs = [
+        ("philly", f"{rec}#rltune:models/philly-sjf", ship_label, "recent/train-recent-philly-g",
+         "linear over QSSF's inputs, cross-entropy search against QSSF, run G"),
+        ("philly", f"{rec}#rltune:models/philly-sjf", ship_label, "recent/train-recent-philly-d",
+         "run D (reported; not eligible, its trainer's held-out result was seen)"),
+    ]
+    bases = {"philly": [f"{rec}#daemon:sjf", f"{rec}#daemon:qssf"]}
+    intro = ("Random windows in the training part's tail overlap (each Philly job sits in about four of "
+             "the 30), so `rltune compare`'s standard error there is too small. `--split train-recent` "
+             "lays 30 windows end to end over the training part's last 30,720 jobs (41.5-90 % of the "
+             "trace). Rule, written before the runs: [RULE.md](results/recent/RULE.md); choice as before "
+             "(better against the shipped model beyond 2 SE).")
+    if not tail_verdicts("Disjoint recent windows: a cross-entropy search against QSSF", intro, runs, bases,
+                         split="recent"):
+        return
+    formula_table("The formulas (as in the previous section; runs G and H start from a linear fit of "
+                  "QSSF's order):", "run",
+                  [("D (SJF base)", "cem/model-philly"), ("G (QSSF base)", "recent/model-philly-qssf"),
+                   ("H (QSSF base, seed 1)", "recent/model-philly-qssf-s1")])
+    busy = "recent/busiest-philly"
+    runs_h = [
+        ("philly", f"{busy}#rltune:models/philly-sjf", ship_label,
+         f"{busy}#rltune:docs/results/recent/model-philly-qssf-s1", "as run G, seed 1: run H"),
+        ("philly", f"{busy}#rltune:models/philly-sjf", ship_label,
+         f"{busy}#rltune:docs/results/recent/model-philly-qssf", "run G (reported; not eligible)"),
+        ("philly", f"{busy}#rltune:models/philly-sjf", ship_label,
+         f"{busy}#rltune:docs/results/cem/model-philly", "run D (reported; not eligible)"),
+    ]
+    tail_verdicts("The busiest of all disjoint training windows: run H",
+                  "All 72 disjoint windows of Philly's training part (`--split train-recent --windows 72`), "
+                  "compared on the 30 where `daemon:sjf` has the highest BSLD (`rltune compare ... "
+                  "--busiest 30 --by RESULTS#daemon:sjf`): quiet windows add noise and nothing about the "
+                  "congested held-out regime. Rule, written before run H: "
+                  "[RULE.md](results/recent/RULE.md).",
+                  runs_h, {"philly": [f"{busy}#daemon:sjf", f"{busy}#daemon:qssf"]}, split="busiest 30",
+                  busiest=(f"{busy}#daemon:sjf", 30))
+
+
 def tail_verdicts(title: str, intro: str, runs: list[tuple[str, str, str, str, str]],
-                  bases: dict[str, list[str]], split: str = "tail") -> list[tuple[str, str, str, str, str]]:
+                  bases: dict[str, list[str]], split: str = "tail",
+                  busiest: tuple[str, int] | None = None) -> list[tuple[str, str, str, str, str]]:
     """A table of new models against the shipped ones on a training split (the tail unless ``split``
-    says otherwise), with `rltune compare`'s verdict; each trace's base policies and shipped model once,
-    for reference. Returns the runs that have results."""
+    says otherwise; with ``busiest = (spec, n)`` only the n windows where that policy's BSLD is highest),
+    with `rltune compare`'s verdict; each trace's base policies and shipped model once, for reference.
+    Returns the runs that have results."""
     from rltune_daemon.evaluate.paired import load_side, overall, paired_diffs
 
     done = [r for r in runs if load(r[3]) is not None]
@@ -526,7 +580,7 @@ def tail_verdicts(title: str, intro: str, runs: list[tuple[str, str, str, str, s
     specs = [spec for r in done for spec in (*bases[r[0]], r[1], r[3])]
     commands = dict.fromkeys(f"`{res['config']['command']}`" for spec in specs
                              if (res := load(spec.partition("#")[0])))
-    print(f"## {title} ({', '.join(r[0] for r in done)})\n")
+    print(f"## {title} ({', '.join(dict.fromkeys(r[0] for r in done))})\n")
     print(intro + " Commands: " + "; ".join(commands) + "\n")
     print(f"| trace | policy | BSLD, {split} | wait (s), {split} | against the shipped model: BSLD, wait "
           "(A − B ± SE) | verdict | trainer's held-out BSLD / wait (recorded, not used) |")
@@ -539,16 +593,15 @@ def tail_verdicts(title: str, intro: str, runs: list[tuple[str, str, str, str, s
         shown.add(trace)
         for spec, name in (*rows, (new, label)):
             side = load_side(str(ROOT / spec))
-            m = load(spec.partition("#")[0])["policies"][side.policy]  # type: ignore[index]
+            by = (load_side(str(ROOT / busiest[0])), busiest[1]) if busiest else None
+            diffs = paired_diffs(side, ship, busiest_by=by)  # A's means over the windows compared
             vs, verdict = "-", "-"
             if spec != shipped:
-                diffs = paired_diffs(side, ship)
                 vs = ", ".join(f"{d.diff:+.3f} ± {d.se:.3f}" if d.metric == "bsld" else
                                f"{d.diff:+.0f} ± {d.se:.0f} s" for d in diffs)
                 verdict = overall(diffs)
             held = trainer_heldout(side.policy) if spec == new else "-"
-            print(f"| {trace} | {name} | {m['bsld']:.3f} | {m['wait_mean']:.1f} | {vs} | {verdict} | "
-                  f"{held} |")
+            print(f"| {trace} | {name} | {diffs[0].a:.3f} | {diffs[1].a:.1f} | {vs} | {verdict} | {held} |")
     print()
     return done
 
@@ -625,6 +678,7 @@ def main() -> int:
     residual_models()
     residual_contended()
     cem_models()
+    recent_windows()
     variant_table("MILP vs greedy placement (philly, the same learned actor)", "", ("mode", "placement"),
                   [("philly-event", "event", "MILP"), ("philly-greedy-event", "event", "greedy"),
                    ("philly-noguard", "daemon, guard off", "MILP"),

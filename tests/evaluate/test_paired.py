@@ -115,3 +115,31 @@ def test_relative_differences_let_every_window_weigh_alike(tmp_path: Path,
         paired_diffs(load_side(f"{zero}#new"), load_side(f"{zero}#old"), relative=True)
     both_zero = paired_diffs(load_side(f"{zero}#old"), load_side(f"{zero}#old"), relative=True)
     assert [x.diff for x in both_zero] == [0.0, 0.0]
+
+
+def test_busiest_keeps_the_windows_where_the_reference_queues_most(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A is ahead in the congested windows and behind in the quiet ones: on all windows a tie, on the two
+    where the reference has the highest BSLD it is lower; the reference's ranking, not A's or B's, picks."""
+    ref = [(1.0, 10.0), (30.0, 10.0), (1.5, 10.0), (20.0, 10.0)]
+    old = [(1.0, 10.0), (30.0, 10.0), (1.0, 10.0), (20.0, 10.0)]
+    new = [(2.0, 10.0), (28.9, 10.0), (2.0, 10.0), (19.0, 10.0)]
+    d = _write(tmp_path / "r", {"new": new, "old": old, "ref": ref})
+    a, b, by = load_side(f"{d}#new"), load_side(f"{d}#old"), load_side(f"{d}#ref")
+    from rltune_daemon.evaluate.paired import busiest
+
+    assert busiest(by, [0, 1, 2, 3], 2) == [1, 3] and busiest(by, [0, 1, 2, 3], 3) == [1, 2, 3]
+    assert paired_diffs(a, b)[0].verdict == "tie"
+    picked = paired_diffs(a, b, busiest_by=(by, 2))
+    assert math.isclose(picked[0].diff, -1.05) and picked[0].verdict == "lower"
+    assert math.isclose(picked[0].a, (28.9 + 19.0) / 2)
+    with pytest.raises(UserError, match="--busiest 5: expected 2 to 4"):
+        paired_diffs(a, b, busiest_by=(by, 5))
+    other = _write(tmp_path / "o", {"ref": ref}, seed=3)
+    with pytest.raises(UserError, match="differ in seed"):
+        paired_diffs(a, b, busiest_by=(load_side(str(other)), 2))
+    assert main(["compare", f"{d}#new", f"{d}#old", "--busiest", "2", "--by", f"{d}#ref"]) == 0
+    out = capsys.readouterr().out
+    assert "the 2 of 4 windows where ref has the highest BSLD" in out and "verdict: A is better" in out
+    assert main(["compare", f"{d}#new", f"{d}#old", "--by", f"{d}#ref"]) == 2
+    assert "give --busiest too" in capsys.readouterr().err

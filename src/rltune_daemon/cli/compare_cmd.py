@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from rltune_daemon.cli.common import print_json
+from rltune_daemon.errors import UserError
 from rltune_daemon.evaluate.paired import METRICS, SIGMA_DEFAULT, load_side, overall, paired_diffs
 
 
@@ -20,6 +21,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--relative", action="store_true",
                    help="take each window's difference as a fraction of B's value there, so that congested "
                         "windows weigh no more than quiet ones (printed in per cent)")
+    p.add_argument("--busiest", type=int, default=0, metavar="N",
+                   help="compare on the N windows where the --by policy has the highest BSLD only (default: "
+                        "all windows)")
+    p.add_argument("--by", default=None, metavar="RESULTS#POLICY",
+                   help="with --busiest: the policy that ranks the windows, evaluated on the same windows "
+                        "and influenced by neither A nor B (default: B)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=compare)
 
@@ -27,16 +34,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def compare(args: argparse.Namespace) -> int:
     a, b = load_side(args.a), load_side(args.b)
     metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip())
-    diffs = paired_diffs(a, b, metrics, args.sigma, args.relative)
+    if args.by and not args.busiest:
+        raise UserError("--by ranks windows for --busiest N: give --busiest too, or leave --by out")
+    by = (load_side(args.by) if args.by else b, args.busiest) if args.busiest else None
+    diffs = paired_diffs(a, b, metrics, args.sigma, args.relative, by)
+    n_windows = by[1] if by else len(a.windows)
     verdict = overall(diffs)
     if args.json:
         print_json({"a": {"path": str(a.path), "policy": a.policy},
                     "b": {"path": str(b.path), "policy": b.policy},
-                    "windows": len(a.windows), "sigma": args.sigma, "relative": args.relative,
+                    "windows": n_windows, "sigma": args.sigma, "relative": args.relative,
                     "verdict": verdict, "metrics": [vars(d) for d in diffs]})
         return 0
     print(f"A: {a.policy} ({a.path})\nB: {b.policy} ({b.path})\n"
-          f"{len(a.windows)} windows; a difference counts beyond {args.sigma:g} standard errors"
+          + (f"the {by[1]} of {len(a.windows)} windows where {by[0].policy} has the highest BSLD" if by else
+             f"{len(a.windows)} windows")
+          + f"; a difference counts beyond {args.sigma:g} standard errors"
           + ("; differences per window as a per cent of B's value" if args.relative else ""))
     head = "(A - B) / B" if args.relative else "A - B"
     print(f"{'metric':<12}{'A':>12}{'B':>12}{head:>13}{'SE':>10}  A is")

@@ -6,6 +6,10 @@ is taken window by window and judged against its standard error: *lower* below `
 *higher* above ``+sigma`` SE, a *tie* in between. Choosing a model on a difference inside that band is
 choosing on noise (docs/learning.md, "Choosing between two models").
 
+``busiest`` keeps only the windows where a reference policy (run on the same windows, influenced by
+neither side) has the highest BSLD: quiet windows, where every order scores alike, add noise to the
+difference and nothing about the congested regime a held-out tail is in.
+
 ``relative`` takes each window's difference as a fraction of B's value there, ``(a - b) / b``, the
 trainer's own reward scale: a window where every policy's BSLD is 20 then weighs no more than one where
 it is 2, which the absolute difference lets a few congested windows decide.
@@ -101,13 +105,29 @@ def _relative(x: float, y: float, metric: str, window: int) -> float:
     return (x - y) / y
 
 
-def paired_diffs(a: Side, b: Side, metrics: tuple[str, ...] = METRICS,
-                 sigma: float = SIGMA_DEFAULT, relative: bool = False) -> list[PairedDiff]:
+def busiest(by: Side, ids: list[int], n: int, metric: str = "bsld") -> list[int]:
+    """The ``n`` of ``ids`` where ``by`` has the highest ``metric`` (ties: lower window id first)."""
+    if not 2 <= n <= len(ids):
+        raise UserError(f"--busiest {n}: expected 2 to {len(ids)} (the windows both sides ran)")
+    missing = sorted(set(ids) - set(by.windows))
+    if missing:
+        raise UserError(f"{by.path}: policy {by.policy!r} did not run window {missing[0]}: rank the windows "
+                        "by a policy evaluated on the same windows")
+    return sorted(sorted(ids, key=lambda i: (-float(by.windows[i][metric]), i))[:n])
+
+
+def paired_diffs(a: Side, b: Side, metrics: tuple[str, ...] = METRICS, sigma: float = SIGMA_DEFAULT,
+                 relative: bool = False, busiest_by: tuple[Side, int] | None = None) -> list[PairedDiff]:
     """Per metric: a's mean, b's mean, mean per-window difference (a fraction of B's when ``relative``),
-    its standard error, the verdict."""
+    its standard error, the verdict; over all shared windows or, with ``busiest_by = (side, n)``, the
+    ``n`` where that side's BSLD is highest."""
     if sigma <= 0:
         raise UserError(f"--sigma {sigma:g}: expected a positive number of standard errors")
     ids = check_same_windows(a, b)
+    if busiest_by is not None:
+        by, n = busiest_by
+        check_same_windows(a, by)
+        ids = busiest(by, ids, n)
     out = []
     for m in metrics:
         try:
