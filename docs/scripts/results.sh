@@ -15,7 +15,7 @@ cd "$(dirname "$0")/../.."
 RLTUNE=${RLTUNE:-.venv/bin/rltune}
 MINUTES=${MINUTES:-8}
 BASELINES=fcfs,sjf,wfp3,unicep,f1,multifactor,qssf
-base_of() { case $1 in testbed) echo multifactor ;; *) echo sjf ;; esac; }
+base_of() { case $1 in testbed) echo multifactor ;; philly) echo qssf ;; *) echo sjf ;; esac; }
 model_of() { echo "models/$1-$(base_of "$1")"; }
 traces=("$@")
 [ ${#traces[@]} -gt 0 ] || traces=(philly helios alibaba testbed)
@@ -28,7 +28,8 @@ for t in "${traces[@]}"; do
     "$RLTUNE" train --trace "$t" --base "$base" --minutes "$minutes" --seed 0 --episode-jobs 1024 \
       --warm-start 16 --out "$model"
   fi
-  "$RLTUNE" evaluate --trace "$t" --policies "$BASELINES,daemon:$base,rltune:$model" --windows 10 --window-size 1024 \
+  also=""; [ "$t" = philly ] && also="daemon:sjf,"  # Philly's model before run H had SJF as base
+  "$RLTUNE" evaluate --trace "$t" --policies "$BASELINES,$also""daemon:$base,rltune:$model" --windows 10 --window-size 1024 \
     --seed 0 --out "docs/results/$t"
   "$RLTUNE" evaluate --trace "$t" --policies "rltune:$model" --mode event --windows 10 --window-size 1024 \
     --seed 0 --out "docs/results/$t-event"

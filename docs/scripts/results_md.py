@@ -41,8 +41,13 @@ def dagger(name: str, res: dict | None) -> str:  # type: ignore[type-arg]
 def trainer_heldout(policy: str) -> str:
     """"BSLD / wait" of the trainer's own held-out run, recorded in a model's manifest ("-" if none)."""
     manifest = REPO / policy.removeprefix("rltune:") / "manifest.json"
-    h = (json.loads(manifest.read_text()).get("heldout") or {}) if manifest.is_file() else {}
-    return f"{h['model']['bsld']:.2f} / {h['model']['wait_mean']:.0f}" if h else "-"
+    m = json.loads(manifest.read_text()) if manifest.is_file() else {}
+    h = m.get("heldout") or {}
+    if not h:
+        return "-"
+    seed = h.get("seed", 0)  # the trainer draws its held-out windows with the training seed
+    windows = f" (seed-{seed} windows; {m['base_policy']} {h['base']['bsld']:.2f})" if seed else ""
+    return f"{h['model']['bsld']:.2f} / {h['model']['wait_mean']:.0f}{windows}"
 
 
 def earlier(res: dict) -> bool:  # type: ignore[type-arg]
@@ -306,13 +311,15 @@ def studied_models() -> list[tuple[str, dict, str]]:  # type: ignore[type-arg]
     """The shipped models as they were when the temporal-validation study ran: a model replaced since
     is read from its copy in train-tail/studied/ and labelled as the earlier model."""
     out = []
-    for name, m, actor in shipped_models():
+    studied = {p.parent.name for p in (ROOT / "train-tail" / "studied").glob("*/actor.pt")}
+    current = {name: (m, actor) for name, m, actor in shipped_models()}
+    for name in sorted(studied | set(current)):
         old = ROOT / "train-tail" / "studied" / name
-        if (old / "actor.pt").is_file():
+        if name in studied:  # replaced since (or no longer shipped under this name)
             manifest = json.loads((old / "manifest.json").read_text())
             out.append((name + EARLIER, manifest, digest(old / "actor.pt")))
         else:
-            out.append((name, m, actor))
+            out.append((name, *current[name]))
     return out
 
 
@@ -414,7 +421,7 @@ def residual_models() -> None:
     rows: list[tuple[str, str, dict | None, str]] = [  # type: ignore[type-arg]
         ("philly", "daemon:sjf", load("train-tail/philly"), "`daemon:sjf`"),
         ("philly", "rltune:docs/results/philly-hist/model", load("philly-hist/train-tail"),
-         "shipped `models/philly-sjf` (philly-hist/model)"),
+         SHIPPED_TAIL["philly"][1]),
         ("philly", "rltune:docs/results/philly-residual/model", load("philly-residual/train-tail"),
          "residual, reach 8 (run 1)"),
         ("helios", "daemon:sjf", load("train-tail/helios"), "`daemon:sjf`"),
@@ -471,7 +478,7 @@ def residual_contended() -> None:
 
 SHIPPED_TAIL = {  # the shipped models' runs on the training part's tail (30 x 1024, seed 0), and their labels
     "philly": ("philly-hist/train-tail#rltune:docs/results/philly-hist/model",
-               "shipped `models/philly-sjf` (philly-hist/model)"),
+               "`models/philly-sjf`, shipped until run H (philly-hist/model)"),
     "helios": ("philly-residual/train-tail-helios",
                "shipped `models/helios-sjf` (philly-residual/model-helios)"),
 }
@@ -539,9 +546,8 @@ def recent_windows() -> None:
              "lays 30 windows end to end over the training part's last 30,720 jobs (41.5-90 % of the "
              "trace). Rule, written before the runs: [RULE.md](results/recent/RULE.md); choice as before "
              "(better against the shipped model beyond 2 SE).")
-    if not tail_verdicts("Disjoint recent windows: a cross-entropy search against QSSF", intro, runs, bases,
-                         split="recent"):
-        return
+    tail_verdicts("Disjoint recent windows: a cross-entropy search against QSSF", intro, runs, bases,
+                  split="recent")
     formula_table("The formulas (as in the previous section; runs G and H start from a linear fit of "
                   "QSSF's order):", "run",
                   [("D (SJF base)", "cem/model-philly"), ("G (QSSF base)", "recent/model-philly-qssf"),
@@ -549,7 +555,8 @@ def recent_windows() -> None:
     busy = "recent/busiest-philly"
     runs_h = [
         ("philly", f"{busy}#rltune:models/philly-sjf", ship_label,
-         f"{busy}#rltune:docs/results/recent/model-philly-qssf-s1", "as run G, seed 1: run H"),
+         f"{busy}#rltune:docs/results/recent/model-philly-qssf-s1",
+         "run H (as run G, seed 1; shipped since as `models/philly-qssf`)"),
         ("philly", f"{busy}#rltune:models/philly-sjf", ship_label,
          f"{busy}#rltune:docs/results/recent/model-philly-qssf", "run G (reported; not eligible)"),
         ("philly", f"{busy}#rltune:models/philly-sjf", ship_label,
@@ -574,7 +581,7 @@ def tail_verdicts(title: str, intro: str, runs: list[tuple[str, str, str, str, s
     Returns the runs that have results."""
     from rltune_daemon.evaluate.paired import load_side, overall, paired_diffs
 
-    done = [r for r in runs if load(r[3]) is not None]
+    done = [r for r in runs if load(r[3].partition("#")[0]) is not None]
     if not done:
         return done
     specs = [spec for r in done for spec in (*bases[r[0]], r[1], r[3])]

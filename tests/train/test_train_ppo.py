@@ -84,7 +84,7 @@ def test_run_writes_model_manifest_csv_and_curve(twin_runs: tuple[Path, Path, di
     assert manifest["iterations"] == 2 and manifest["best_iteration"] in (1, 2)
     assert manifest["warm_start"]["episodes"] == 2 and manifest["warm_start"]["decisions"] > 0
     held = manifest["heldout"]
-    assert held["windows"] == 1 and held["window_size"] == 64
+    assert held["windows"] == 1 and held["window_size"] == 64 and held["seed"] == 3
     assert {"bsld", "wait_mean", "jct_mean", "utilization"} <= set(held["model"])
     assert held["base"]["bsld"] >= 1.0
     header = next(csv.reader((out / "training.csv").open()))

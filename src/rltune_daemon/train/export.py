@@ -72,6 +72,7 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
         res = evaluate(cfg, progress=args.progress)
         manifest["heldout"] = {
             "windows": args.heldout_windows, "window_size": cfg.window_size,
+            "seed": cfg.seed,  # the windows are drawn with the training seed: say which ones they were
             "model": {k: res["policies"][spec][k] for k in HELDOUT_KEYS},
             "base": {k: res["policies"][args.base][k] for k in HELDOUT_KEYS},
         }
