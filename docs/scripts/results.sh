@@ -236,6 +236,10 @@ if [ -n "${RECENT:-}" ]; then
     daemon:sjf,daemon:qssf,rltune:models/philly-sjf,rltune:$R/model-philly-qssf-s1,rltune:$R/model-philly-qssf,rltune:docs/results/cem/model-philly
   "$RLTUNE" compare "$R/busiest-philly#rltune:$R/model-philly-qssf-s1" "$R/busiest-philly#rltune:models/philly-sjf" \
     --busiest 30 --by "$R/busiest-philly#daemon:sjf"
+  for s in 1 2; do  # other draws of held-out windows, after the choice: reported, not used
+    "$RLTUNE" evaluate --trace philly --windows 10 --window-size 1024 --seed $s --out docs/results/philly-seed$s \
+      --policies "$BASELINES,daemon:sjf,daemon:qssf,rltune:models/philly-qssf,rltune:docs/results/philly-hist/model"
+  done
 fi
 # Retraining a shipped model (RETRAIN="helios philly ..."): the same training command into models-new/, then
 # judged against the shipped model on 30 training-split windows (the shipped one's run is
