@@ -534,12 +534,11 @@ def recent_windows() -> None:
     rule: docs/results/recent/RULE.md."""
     ship_label = SHIPPED_TAIL["philly"][1]
     rec = "recent/train-recent-philly"
-    runs = [
-        ("philly", f"{rec}#rltune:models/philly-sjf", ship_label, "recent/train-recent-philly-g",
-         "linear over QSSF's inputs, cross-entropy search against QSSF, run G"),
-        ("philly", f"{rec}#rltune:models/philly-sjf", ship_label, "recent/train-recent-philly-d",
-         "run D (reported; not eligible, its trainer's held-out result was seen)"),
-    ]
+    runs = [("philly", f"{rec}#rltune:models/philly-sjf", ship_label, f"{rec}-{run}", label)
+            for run, label in (
+        ("g", "linear over QSSF's inputs, cross-entropy search against QSSF, run G"),
+        ("d", "run D (reported; not eligible, its trainer's held-out result was seen)"),
+    )]
     bases = {"philly": [f"{rec}#daemon:sjf", f"{rec}#daemon:qssf"]}
     intro = ("Random windows in the training part's tail overlap (each Philly job sits in about four of "
              "the 30), so `rltune compare`'s standard error there is too small. `--split train-recent` "
@@ -553,15 +552,12 @@ def recent_windows() -> None:
                   [("D (SJF base)", "cem/model-philly"), ("G (QSSF base)", "recent/model-philly-qssf"),
                    ("H (QSSF base, seed 1)", "recent/model-philly-qssf-s1")])
     busy = "recent/busiest-philly"
-    runs_h = [
-        ("philly", f"{busy}#rltune:models/philly-sjf", ship_label,
-         f"{busy}#rltune:docs/results/recent/model-philly-qssf-s1",
-         "run H (as run G, seed 1; shipped since as `models/philly-qssf`)"),
-        ("philly", f"{busy}#rltune:models/philly-sjf", ship_label,
-         f"{busy}#rltune:docs/results/recent/model-philly-qssf", "run G (reported; not eligible)"),
-        ("philly", f"{busy}#rltune:models/philly-sjf", ship_label,
-         f"{busy}#rltune:docs/results/cem/model-philly", "run D (reported; not eligible)"),
-    ]
+    runs_h = [("philly", f"{busy}#rltune:models/philly-sjf", ship_label,
+               f"{busy}#rltune:docs/results/{model}", label) for model, label in (
+        ("recent/model-philly-qssf-s1", "run H (as run G, seed 1; shipped since as `models/philly-qssf`)"),
+        ("recent/model-philly-qssf", "run G (reported; not eligible)"),
+        ("cem/model-philly", "run D (reported; not eligible)"),
+    )]
     tail_verdicts("The busiest of all disjoint training windows: run H",
                   "All 72 disjoint windows of Philly's training part (`--split train-recent --windows 72`), "
                   "compared on the 30 where `daemon:sjf` has the highest BSLD (`rltune compare ... "
@@ -593,6 +589,7 @@ def tail_verdicts(title: str, intro: str, runs: list[tuple[str, str, str, str, s
           "(A − B ± SE) | verdict | trainer's held-out BSLD / wait (recorded, not used) |")
     print("|---|---|---|---|---|---|---|")
     shown: set[str] = set()
+    by = (load_side(str(ROOT / busiest[0])), busiest[1]) if busiest else None
     for trace, shipped, shipped_label, new, label in done:
         ship = load_side(str(ROOT / shipped))
         rows = [] if trace in shown else [*((b, f"`{b.split('#')[1]}`") for b in bases[trace]),
@@ -600,7 +597,6 @@ def tail_verdicts(title: str, intro: str, runs: list[tuple[str, str, str, str, s
         shown.add(trace)
         for spec, name in (*rows, (new, label)):
             side = load_side(str(ROOT / spec))
-            by = (load_side(str(ROOT / busiest[0])), busiest[1]) if busiest else None
             diffs = paired_diffs(side, ship, busiest_by=by)  # A's means over the windows compared
             vs, verdict = "-", "-"
             if spec != shipped:
