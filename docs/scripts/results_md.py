@@ -140,8 +140,8 @@ def guard_section() -> None:
           "limit), never more than 7 days (`starvation_stretch = 2`, chosen on training-split windows: "
           "next table); a safety rule the paper's event-driven setting does not have. `stretch 0` is the "
           "earlier guard (4 h for every job); `1 at a time` restores kept-back jobs one per tier, longest "
-          "kept back first, measured with that earlier guard (`--starvation-slots 1`, before "
-          "`--starvation-stretch` existed). Commands: "
+          "kept back first, measured with that earlier guard (`--starvation-slots 1`: on Alibaba "
+          "before `--starvation-stretch` existed, on Helios with `--starvation-stretch 0`). Commands: "
           + "; ".join(f"`{r['config']['command']}`" for row in rows for r in row[2:] if r) + "\n")
     print("| trace | policy | BSLD: shipped | stretch 0 | 1 at a time | off | wait (s): shipped | "
           "stretch 0 | 1 at a time | off | max wait (days): shipped | stretch 0 |")
