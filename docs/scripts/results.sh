@@ -46,11 +46,11 @@ if [ -z "${SKIP_ABLATION:-}" ]; then
     --out docs/results/philly-naive
   "$RLTUNE" evaluate --trace philly --policies "rltune:$model" --mode event --windows 10 --window-size 1024 \
     --seed 0 --out docs/results/philly-naive-event
-  "$RLTUNE" evaluate --trace philly --policies "$BASELINES,rltune:models/philly-sjf" --pure --mode event \
+  "$RLTUNE" evaluate --trace philly --policies "$BASELINES,rltune:models/philly-qssf" --pure --mode event \
     --windows 10 --window-size 1024 --seed 0 --out docs/results/philly-pure-event
-  "$RLTUNE" evaluate --trace philly --policies rltune:models/philly-sjf --placement greedy --mode event \
+  "$RLTUNE" evaluate --trace philly --policies rltune:models/philly-qssf --placement greedy --mode event \
     --windows 10 --window-size 1024 --seed 0 --out docs/results/philly-greedy-event
-  "$RLTUNE" evaluate --trace philly --policies rltune:models/philly-sjf --placement greedy \
+  "$RLTUNE" evaluate --trace philly --policies rltune:models/philly-qssf --placement greedy \
     --starvation-hours off --windows 10 --window-size 1024 --seed 0 --out docs/results/philly-greedy-noguard
 fi
 # What the queue checks (`react`, 5 s by default) change: the same two policies with 60-s cycles only,
