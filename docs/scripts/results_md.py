@@ -694,6 +694,13 @@ def main() -> int:
                   [("philly-naive", "naive `{name}`", "daemon"), ("philly", "full `{name}`", "daemon"),
                    ("philly-naive-event", "naive `{name}`", "event"),
                    ("philly-event", "full `{name}`", "event")])
+    variant_table("Naive vs full with the same recipe (philly)",
+                  "The shipped recipe (cross-entropy search against QSSF, seed 1: run H) with the paper's "
+                  "naive inputs instead of the engineered ones: [README.md](results/ablation-cem/README.md).",
+                  ("variant", "mode"),
+                  [("ablation-cem/daemon", "naive `{name}`", "daemon"), ("philly", "full `{name}`", "daemon"),
+                   ("ablation-cem/event", "naive `{name}`", "event"),
+                   ("philly-event", "full `{name}`", "event")])
     guard_section()
     stretch_choice()
     base_choice()
