@@ -7,7 +7,9 @@
 # MINUTES (default 8) is the naive ablation's training budget on 2 CPU cores; the four shipped models use
 # LONG_MINUTES (30), the full budget.
 # Each trace's base policy (what its model imitates first and is rewarded against) is SJF, except the
-# testbed's: multifactor, chosen on training-split windows (the testbed-base-choice run below).
+# testbed's: multifactor, chosen on training-split windows (the testbed-base-choice run below), and
+# Philly's: QSSF (run H, the RECENT block). Blocks HELIOS_RECENT=1 and ABLATION_CEM=1 repeat this
+# session's Helios run I and the naive-input ablation.
 # `daemon:<base>` is the model's base policy applied by the daemon itself (no model): the learned actor's
 # contribution is the difference between it and rltune:<model> under identical mechanics.
 set -euo pipefail
@@ -240,6 +242,30 @@ if [ -n "${RECENT:-}" ]; then
     "$RLTUNE" evaluate --trace philly --windows 10 --window-size 1024 --seed $s --out docs/results/philly-seed$s \
       --policies "$BASELINES,daemon:sjf,daemon:qssf,rltune:models/philly-qssf,rltune:docs/results/philly-hist/model"
   done
+fi
+# Helios: the daemon's base policy chosen on training windows, then cross-entropy run I judged on all 17
+# disjoint training windows (HELIOS_RECENT=1; rule: docs/results/helios-recent/RULE.md). Run I tied: nothing
+# shipped.
+if [ -n "${HELIOS_RECENT:-}" ]; then
+  H=docs/results/helios-recent
+  "$RLTUNE" evaluate --trace helios --policies daemon:wfp3,daemon:unicep --split train --windows 30 \
+    --window-size 1024 --seed 0 --out docs/results/helios-base-choice
+  "$RLTUNE" train --trace helios --base sjf --algo cem --warm-start 16 --episodes contended \
+    --episode-jobs 1024 --minutes "${LONG_MINUTES:-30}" --seed 1 --out $H/model-helios-sjf
+  "$RLTUNE" evaluate --trace helios --split train-recent --windows 17 --window-size 1024 --seed 0 \
+    --policies daemon:sjf,rltune:models/helios-sjf,rltune:$H/model-helios-sjf,rltune:docs/results/cem/model-helios \
+    --out $H/train-recent
+  "$RLTUNE" compare "$H/train-recent#rltune:$H/model-helios-sjf" "$H/train-recent#rltune:models/helios-sjf"
+fi
+# The naive-input ablation with the shipped Philly recipe (ABLATION_CEM=1; docs/results/ablation-cem/README.md).
+if [ -n "${ABLATION_CEM:-}" ]; then
+  A=docs/results/ablation-cem
+  "$RLTUNE" train --trace philly --base qssf --algo cem --warm-start 16 --episodes contended \
+    --episode-jobs 1024 --minutes "${LONG_MINUTES:-30}" --seed 1 --features naive --out $A/model-philly-naive
+  "$RLTUNE" evaluate --trace philly --policies rltune:$A/model-philly-naive --windows 10 --window-size 1024 \
+    --seed 0 --out $A/daemon
+  "$RLTUNE" evaluate --trace philly --policies rltune:$A/model-philly-naive --mode event --windows 10 \
+    --window-size 1024 --seed 0 --out $A/event
 fi
 # Retraining a shipped model (RETRAIN="helios philly ..."): the same training command into models-new/, then
 # judged against the shipped model on 30 training-split windows (the shipped one's run is
