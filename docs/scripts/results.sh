@@ -8,7 +8,7 @@
 # LONG_MINUTES (30), the full budget.
 # Each trace's base policy (what its model imitates first and is rewarded against) is SJF, except the
 # testbed's: multifactor, chosen on training-split windows (the testbed-base-choice run below), and
-# Philly's: QSSF (run H, the RECENT block). Blocks HELIOS_RECENT=1 and ABLATION_CEM=1 repeat this
+# Philly's: QSSF (run H, the RECENT block). Blocks HELIOS_RECENT=1 and ABLATION_CEM=1 repeat
 # Helios run I and the naive-input ablation with the shipped Philly recipe.
 # `daemon:<base>` is the model's base policy applied by the daemon itself (no model): the learned actor's
 # contribution is the difference between it and rltune:<model> under identical mechanics.
