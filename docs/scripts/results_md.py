@@ -199,7 +199,8 @@ def base_choice() -> None:
         res = load(f"{t}-base-choice")
         if res is None:
             continue
-        runs = [res, *(r for r in [load(also[t]) if t in also else None] if r is not None)]
+        extra = load(also[t]) if t in also else None
+        runs = [res] + ([extra] if extra is not None else [])
         commands = "; ".join(f"`{r['config']['command']}`" for r in runs)
         print(f"## Choosing the base policy ({t}, training-split windows)\n")
         print("The base policy is what a model imitates before PPO and what its reward is measured "
