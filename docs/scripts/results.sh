@@ -8,8 +8,10 @@
 # LONG_MINUTES (30), the full budget.
 # Each trace's base policy (what its model imitates first and is rewarded against) is SJF, except the
 # testbed's: multifactor, chosen on training-split windows (the testbed-base-choice run below), and
-# Philly's: QSSF (run H, the RECENT block). Blocks HELIOS_RECENT=1 and ABLATION_CEM=1 repeat
-# Helios run I and the naive-input ablation with the shipped Philly recipe.
+# Philly's: QSSF (run H, the RECENT block). Blocks HELIOS_RECENT=1 and HELIOS_FRESH=1 repeat Helios
+# run I and its choice (the shipped Helios model), ABLATION_CEM=1 the naive-input ablation with the
+# shipped Philly recipe. The loop's own training command (PPO) is the Alibaba model's; the Philly,
+# Helios and testbed models come from the RECENT, HELIOS_* and CEM blocks.
 # `daemon:<base>` is the model's base policy applied by the daemon itself (no model): the learned actor's
 # contribution is the difference between it and rltune:<model> under identical mechanics.
 set -euo pipefail
@@ -244,8 +246,8 @@ if [ -n "${RECENT:-}" ]; then
   done
 fi
 # Helios: the daemon's base policy chosen on training windows, then cross-entropy run I judged on all 17
-# disjoint training windows (HELIOS_RECENT=1; rule: docs/results/helios-recent/RULE.md). Run I tied: nothing
-# shipped.
+# disjoint training windows (HELIOS_RECENT=1; rule: docs/results/helios-recent/RULE.md). Run I tied there;
+# models/helios-sjf was then the residual model (docs/results/philly-residual/model-helios).
 if [ -n "${HELIOS_RECENT:-}" ]; then
   H=docs/results/helios-recent
   "$RLTUNE" evaluate --trace helios --policies daemon:wfp3,daemon:unicep --split train --windows 30 \
@@ -256,6 +258,18 @@ if [ -n "${HELIOS_RECENT:-}" ]; then
     --policies daemon:sjf,rltune:models/helios-sjf,rltune:$H/model-helios-sjf,rltune:docs/results/cem/model-helios \
     --out $H/train-recent
   "$RLTUNE" compare "$H/train-recent#rltune:$H/model-helios-sjf" "$H/train-recent#rltune:models/helios-sjf"
+fi
+# Run I judged again on 80 disjoint windows of a freshly generated Helios trace (HELIOS_FRESH=1; rule:
+# docs/results/helios-fresh/RULE.md): better than the residual model, so it replaced models/helios-sjf.
+# Run before the copy, models/helios-sjf was the residual model; to repeat it now, name
+# docs/results/philly-residual/model-helios instead.
+if [ -n "${HELIOS_FRESH:-}" ]; then
+  F=docs/results/helios-fresh
+  "$RLTUNE" evaluate --trace helios --opt jobs=100000 --seed 2 --split train-recent --windows 80 \
+    --window-size 1024 --out $F \
+    --policies daemon:sjf,rltune:models/helios-sjf,rltune:docs/results/helios-recent/model-helios-sjf
+  "$RLTUNE" compare "$F#rltune:docs/results/helios-recent/model-helios-sjf" "$F#rltune:models/helios-sjf"
+  cp docs/results/helios-recent/model-helios-sjf/* models/helios-sjf/  # the verdict was "better"
 fi
 # The naive-input ablation with the shipped Philly recipe (ABLATION_CEM=1; docs/results/ablation-cem/README.md).
 if [ -n "${ABLATION_CEM:-}" ]; then
