@@ -270,6 +270,12 @@ if [ -n "${HELIOS_FRESH:-}" ]; then
     --policies daemon:sjf,rltune:models/helios-sjf,rltune:docs/results/helios-recent/model-helios-sjf
   "$RLTUNE" compare "$F#rltune:docs/results/helios-recent/model-helios-sjf" "$F#rltune:models/helios-sjf"
   cp docs/results/helios-recent/model-helios-sjf/* models/helios-sjf/  # the verdict was "better"
+  "$RLTUNE" evaluate --trace helios --policies rltune:models/helios-sjf --split train --windows 30 \
+    --window-size 1024 --seed 0 --out $F/train-split
+  for s in 3 4; do  # the held-out windows of other generated Helios traces, after the choice: reported, not used
+    "$RLTUNE" evaluate --trace helios --seed $s --windows 10 --window-size 1024 --out $F/heldout-seed$s \
+      --policies sjf,wfp3,unicep,daemon:sjf,rltune:models/helios-sjf,rltune:docs/results/philly-residual/model-helios
+  done
 fi
 # The naive-input ablation with the shipped Philly recipe (ABLATION_CEM=1; docs/results/ablation-cem/README.md).
 if [ -n "${ABLATION_CEM:-}" ]; then
