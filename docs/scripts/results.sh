@@ -272,6 +272,8 @@ if [ -n "${HELIOS_FRESH:-}" ]; then
   cp docs/results/helios-recent/model-helios-sjf/* models/helios-sjf/  # the verdict was "better"
   "$RLTUNE" evaluate --trace helios --policies rltune:models/helios-sjf --split train --windows 30 \
     --window-size 1024 --seed 0 --out $F/train-split
+  "$RLTUNE" evaluate --trace helios --opt jobs=100000 --seed 2 --split train-recent --windows 80 \
+    --window-size 1024 --policies unicep,daemon:unicep --out $F/unicep  # the next search's base: SJF stays
   for s in 3 4; do  # the held-out windows of other generated Helios traces, after the choice: reported, not used
     "$RLTUNE" evaluate --trace helios --seed $s --windows 10 --window-size 1024 --out $F/heldout-seed$s \
       --policies sjf,wfp3,unicep,daemon:sjf,rltune:models/helios-sjf,rltune:docs/results/philly-residual/model-helios
