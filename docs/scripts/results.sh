@@ -265,15 +265,14 @@ fi
 # docs/results/philly-residual/model-helios instead.
 if [ -n "${HELIOS_FRESH:-}" ]; then
   F=docs/results/helios-fresh
-  "$RLTUNE" evaluate --trace helios --opt jobs=100000 --seed 2 --split train-recent --windows 80 \
-    --window-size 1024 --out $F \
-    --policies daemon:sjf,rltune:models/helios-sjf,rltune:docs/results/helios-recent/model-helios-sjf
-  "$RLTUNE" compare "$F#rltune:docs/results/helios-recent/model-helios-sjf" "$F#rltune:models/helios-sjf"
-  cp docs/results/helios-recent/model-helios-sjf/* models/helios-sjf/  # the verdict was "better"
+  I=docs/results/helios-recent/model-helios-sjf  # run I
+  FRESH=(--trace helios --opt jobs=100000 --seed 2 --split train-recent --windows 80 --window-size 1024)
+  "$RLTUNE" evaluate "${FRESH[@]}" --out $F --policies daemon:sjf,rltune:models/helios-sjf,rltune:$I
+  "$RLTUNE" compare "$F#rltune:$I" "$F#rltune:models/helios-sjf"
+  cp $I/* models/helios-sjf/  # the verdict was "better"
   "$RLTUNE" evaluate --trace helios --policies rltune:models/helios-sjf --split train --windows 30 \
     --window-size 1024 --seed 0 --out $F/train-split
-  "$RLTUNE" evaluate --trace helios --opt jobs=100000 --seed 2 --split train-recent --windows 80 \
-    --window-size 1024 --policies unicep,daemon:unicep --out $F/unicep  # the next search's base: SJF stays
+  "$RLTUNE" evaluate "${FRESH[@]}" --policies unicep,daemon:unicep --out $F/unicep  # next search's base: SJF stays
   for s in 3 4; do  # the held-out windows of other generated Helios traces, after the choice: reported, not used
     "$RLTUNE" evaluate --trace helios --seed $s --windows 10 --window-size 1024 --out $F/heldout-seed$s \
       --policies sjf,wfp3,unicep,daemon:sjf,rltune:models/helios-sjf,rltune:docs/results/philly-residual/model-helios

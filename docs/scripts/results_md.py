@@ -580,14 +580,17 @@ def recent_windows() -> None:
                   busiest=(f"{busy}#daemon:sjf", 30))
 
 
+RUN_I = "helios-recent/model-helios-sjf"  # Helios run I's training output; models/helios-sjf since 2026-11-24
+
+
 def helios_recent() -> None:
     """Run I (Helios, cross-entropy search against SJF, seed 1) judged on all 17 disjoint windows of
     Helios' training part; rule: docs/results/helios-recent/RULE.md."""
     rec = "helios-recent/train-recent"
     runs = [("helios", f"{rec}#rltune:models/helios-sjf", SHIPPED_TAIL["helios"][1],
              f"{rec}#rltune:docs/results/{model}", label) for model, label in (
-        ("helios-recent/model-helios-sjf", "linear, cross-entropy search against SJF, seed 1, run I (shipped "
-                                           "since as `models/helios-sjf`: next table)"),
+        (RUN_I, "linear, cross-entropy search against SJF, seed 1, run I (shipped since as "
+                "`models/helios-sjf`: next table)"),
         ("cem/model-helios", "run E (reported; not eligible, its trainer's held-out result was seen)"),
     )]
     tail_verdicts("All disjoint training windows: a second cross-entropy search", "Helios' training part "
@@ -598,7 +601,7 @@ def helios_recent() -> None:
                   "written before the runs: [RULE.md](results/helios-recent/RULE.md).",
                   runs, {"helios": [f"{rec}#daemon:sjf"]}, split="17 disjoint")
     formula_table("The formulas (runs E and I start from a linear fit of SJF's order):", "run",
-                  [("E (seed 0)", "cem/model-helios"), ("I (seed 1)", "helios-recent/model-helios-sjf")])
+                  [("E (seed 0)", "cem/model-helios"), ("I (seed 1)", RUN_I)])
 
 
 def helios_fresh() -> None:
@@ -607,7 +610,7 @@ def helios_fresh() -> None:
     rule: docs/results/helios-fresh/RULE.md."""
     fresh = "helios-fresh"
     runs = [("helios", f"{fresh}#rltune:models/helios-sjf", SHIPPED_TAIL["helios"][1],
-             f"{fresh}#rltune:docs/results/helios-recent/model-helios-sjf",
+             f"{fresh}#rltune:docs/results/{RUN_I}",
              "run I (shipped since as `models/helios-sjf`)")]
     tail_verdicts("Freshly generated windows: run I again", "Helios is generated from its published "
                   "statistics, so the generator gives as many fresh windows as a choice needs: the seed-2 "
@@ -616,6 +619,23 @@ def helios_fresh() -> None:
                   "windows (seed-0 trace) and of every model's training data (seed 0, run I seed 1). "
                   "Rule, written before the run: [RULE.md](results/helios-fresh/RULE.md).",
                   runs, {"helios": [f"{fresh}#daemon:sjf"]}, split="80 fresh")
+    other_traces = [(s, r) for s in (3, 4) if (r := load(f"{fresh}/heldout-seed{s}")) is not None]
+    if other_traces:  # after the choice, reported: the held-out windows of other generated traces
+        cols = [("run I", "rltune:models/helios-sjf"),
+                ("residual model", "rltune:docs/results/philly-residual/model-helios"),
+                ("`daemon:sjf`", "daemon:sjf"), ("SJF", "sjf"), ("WFP3", "wfp3"), ("UNICEP", "unicep")]
+        print("| trace | " + " | ".join(c for c, _ in cols) + " |")
+        print("|---|" + "---|" * len(cols))
+        for seed, res in other_traces:
+            pols = res["policies"]
+            best = {k: min(pols[p][k] for _, p in cols) for k in ("bsld", "wait_mean")}
+            cells = []
+            for _, p in cols:
+                m = pols[p]
+                cell = f"{m['bsld']:.2f} / {m['wait_mean']:.0f} s"
+                cells.append(f"**{cell}**" if all(m[k] == best[k] for k in best) else cell)
+            print(f"| seed {seed} | " + " | ".join(cells) + " |")
+        print()
 
 
 def tail_verdicts(title: str, intro: str, runs: list[tuple[str, str, str, str, str]],
