@@ -638,6 +638,37 @@ def helios_fresh() -> None:
         print()
 
 
+SHIPPED_TESTBED = "cem/model-testbed"  # run F, shipped as models/testbed-multifactor until 2026-11-24 (T1)
+
+
+def testbed_fresh() -> None:
+    """Cross-entropy formulas that rank on their own (``--reach 0``) against the shipped residual testbed
+    model, on 80 disjoint windows of a freshly generated testbed trace (seed 2, 100,000 jobs); rule:
+    docs/results/testbed-fresh/RULE.md."""
+    fresh = "testbed-fresh"
+    runs = [("testbed", f"{fresh}#rltune:docs/results/{SHIPPED_TESTBED}",
+             "residual linear (reach 8), run F (`models/testbed-multifactor` until T1)",
+             f"{fresh}#rltune:docs/results/{fresh}/model-{run}", label)
+            for run, label in (("t1", "linear, cross-entropy search against multifactor, T1 (shipped since "
+                                      "as `models/testbed-multifactor`)"),
+                               ("t2", "linear, cross-entropy search against FCFS, T2"))]
+    done = tail_verdicts("Freshly generated windows: formulas that rank on their own", "On the testbed "
+                         "multifactor leaves the 6 % two-node jobs waiting about 13 hours (FCFS about 4), and "
+                         "they carry most of its mean wait; the shipped residual model cannot move a job 8 "
+                         "places or more, so it cannot lift them. T1 and T2 are cross-entropy searches over "
+                         "a linear scorer that ranks on its own (`--warm-start 16 --episodes contended`, "
+                         "seed 0, on the seed-0 trace's training part), judged on the seed-2 trace with "
+                         "100,000 jobs, its training part laid end to end in 80 disjoint 1,024-job windows. "
+                         "Rule, written before the runs: [RULE.md](results/testbed-fresh/RULE.md).",
+                         runs, {"testbed": [f"{fresh}#{p}" for p in ("fcfs", "multifactor",
+                                                                     "daemon:multifactor")]},
+                         split="80 fresh")
+    if done:
+        formula_table("The formulas (score = sum of weight x input + bias, higher first):", "run",
+                      [("T1 (against multifactor)", f"{fresh}/model-t1"),
+                       ("T2 (against FCFS)", f"{fresh}/model-t2")])
+
+
 def tail_verdicts(title: str, intro: str, runs: list[tuple[str, str, str, str, str]],
                   bases: dict[str, list[str]], split: str = "tail",
                   busiest: tuple[str, int] | None = None) -> list[tuple[str, str, str, str, str]]:
@@ -755,6 +786,7 @@ def main() -> int:
     recent_windows()
     helios_recent()
     helios_fresh()
+    testbed_fresh()
     variant_table("MILP vs greedy placement (philly, the same learned actor)", "", ("mode", "placement"),
                   [("philly-event", "event", "MILP"), ("philly-greedy-event", "event", "greedy"),
                    ("philly-noguard", "daemon, guard off", "MILP"),
