@@ -9,9 +9,11 @@
 # Each trace's base policy (what its model imitates first and is rewarded against) is SJF, except the
 # testbed's: multifactor, chosen on training-split windows (the testbed-base-choice run below), and
 # Philly's: QSSF (run H, the RECENT block). Blocks HELIOS_RECENT=1 and HELIOS_FRESH=1 repeat Helios
-# run I and its choice (the shipped Helios model), ABLATION_CEM=1 the naive-input ablation with the
-# shipped Philly recipe. The loop's own training command (PPO) is the Alibaba model's; the Philly,
-# Helios and testbed models come from the RECENT, HELIOS_* and CEM blocks.
+# run I and its choice (the shipped Helios model), TESTBED_FRESH=1 the testbed's T1 and its choice (the
+# shipped testbed model), ABLATION_CEM=1 the naive-input ablation with the shipped Philly recipe. The
+# loop's own training command (PPO) is the Alibaba model's; the Philly, Helios and testbed models come
+# from the RECENT, HELIOS_* and TESTBED_FRESH blocks (blocks run before a replacement name
+# models/<trace>-<base> for the model shipped at the time).
 # `daemon:<base>` is the model's base policy applied by the daemon itself (no model): the learned actor's
 # contribution is the difference between it and rltune:<model> under identical mechanics.
 set -euo pipefail
@@ -277,6 +279,32 @@ if [ -n "${HELIOS_FRESH:-}" ]; then
     "$RLTUNE" evaluate --trace helios --seed $s --windows 10 --window-size 1024 --out $F/heldout-seed$s \
       --policies sjf,wfp3,unicep,daemon:sjf,rltune:models/helios-sjf,rltune:docs/results/philly-residual/model-helios
   done
+fi
+# Testbed formulas that rank on their own (TESTBED_FRESH=1; rule: docs/results/testbed-fresh/RULE.md):
+# T1 (against multifactor) and T2 (against FCFS), judged on 80 windows of a freshly generated trace
+# (seed 2) against the shipped residual model (run F, as its copy docs/results/cem/model-testbed), then
+# T1 against the target (FCFS and multifactor) on a second fresh trace (seed 3).
+if [ -n "${TESTBED_FRESH:-}" ]; then
+  F=docs/results/testbed-fresh
+  for run in "t1 multifactor" "t2 fcfs"; do
+    set -- $run
+    "$RLTUNE" train --trace testbed --base "$2" --algo cem --warm-start 16 --episodes contended \
+      --episode-jobs 1024 --minutes "${LONG_MINUTES:-30}" --seed 0 --out "$F/model-$1"
+  done
+  FRESH=(--trace testbed --opt jobs=100000 --split train-recent --windows 80 --window-size 1024)
+  "$RLTUNE" evaluate "${FRESH[@]}" --seed 2 --out $F --policies \
+    fcfs,multifactor,daemon:multifactor,rltune:docs/results/cem/model-testbed,rltune:$F/model-t1,rltune:$F/model-t2
+  for c in t1 t2; do "$RLTUNE" compare "$F#rltune:$F/model-$c" "$F#rltune:docs/results/cem/model-testbed"; done
+  "$RLTUNE" evaluate "${FRESH[@]}" --seed 3 --out $F/seed3 --policies \
+    fcfs,multifactor,rltune:docs/results/cem/model-testbed,rltune:$F/model-t1
+  for m in docs/results/cem/model-testbed $F/model-t1; do
+    for h in fcfs multifactor; do "$RLTUNE" compare "$F/seed3#rltune:$m" "$F/seed3#$h"; done
+  done
+  cp $F/model-t1/{actor.pt,manifest.json,training.csv,training_curve.png} models/testbed-multifactor/  # the second rule held
+  "$RLTUNE" evaluate --trace testbed --policies rltune:models/testbed-multifactor --split train --windows 30 \
+    --window-size 1024 --seed 0 --out $F/train-split  # then the testbed rows of the first loop, once
+  python docs/scripts/waits_by_size.py --trace testbed --opt jobs=20480 --seed 5 --split train-recent \
+    --windows 16 --policies fcfs,multifactor,rltune:docs/results/cem/model-testbed,rltune:models/testbed-multifactor
 fi
 # The naive-input ablation with the shipped Philly recipe (ABLATION_CEM=1; docs/results/ablation-cem/README.md).
 if [ -n "${ABLATION_CEM:-}" ]; then
