@@ -12,6 +12,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
+from rltune_daemon.evaluate.paired import PairedDiff
 from rltune_daemon.evaluate.report import hurt_table, window_wins
 from rltune_daemon.features import ACTOR_SLOTS
 
@@ -680,24 +681,29 @@ def testbed_fresh() -> None:
     print("| policy | BSLD | wait (s) | against FCFS: BSLD, wait (A − B ± SE) | against multifactor | "
           "jobs hurt / helped vs multifactor |")
     print("|---|---|---|---|---|---|")
-    run = f"docs/results/{fresh}/seed3"
-    for label, spec in (("FCFS", "fcfs"), ("multifactor", "multifactor"),
-                        ("run F (shipped until T1)", f"rltune:docs/results/{SHIPPED_TESTBED}"),
-                        ("T1 (shipped since)", f"rltune:docs/results/{fresh}/model-t1")):
+    rows = (("FCFS", "fcfs"), ("multifactor", "multifactor"),
+            ("run F (shipped until T1)", f"rltune:docs/results/{SHIPPED_TESTBED}"),
+            ("T1 (shipped since)", f"rltune:docs/results/{fresh}/model-t1"))
+    sides = {spec: load_side(str(ROOT / f"{fresh}/seed3#{spec}")) for _, spec in rows}
+    for label, spec in rows:
         m = target["policies"][spec]
         cells = []
         for ref in ("fcfs", "multifactor"):
             if ref == spec:
                 cells.append("-")
                 continue
-            diffs = paired_diffs(load_side(f"{REPO}/{run}#{spec}"),
-                                 load_side(f"{REPO}/{run}#{ref}"))
-            cells.append(", ".join(f"{d.diff:+.3f} ± {d.se:.3f}" if d.metric == "bsld" else
-                                   f"{d.diff:+.0f} ± {d.se:.0f} s" for d in diffs) + f": {overall(diffs)}")
+            diffs = paired_diffs(sides[spec], sides[ref])
+            cells.append(f"{diff_cells(diffs)}: {overall(diffs)}")
         hurt = m.get("vs_multifactor")
         jobs = f"{hurt['hurt_pct']:.1f} % / {hurt['helped_pct']:.1f} %" if hurt else "-"
         print(f"| {label} | {m['bsld']:.2f} | {m['wait_mean']:.0f} | {cells[0]} | {cells[1]} | {jobs} |")
     print()
+
+
+def diff_cells(diffs: list[PairedDiff]) -> str:
+    """`rltune compare`'s paired differences as a table cell: "A − B ± SE" per metric."""
+    return ", ".join(f"{d.diff:+.3f} ± {d.se:.3f}" if d.metric == "bsld" else f"{d.diff:+.0f} ± {d.se:.0f} s"
+                     for d in diffs)
 
 
 def tail_verdicts(title: str, intro: str, runs: list[tuple[str, str, str, str, str]],
@@ -732,8 +738,7 @@ def tail_verdicts(title: str, intro: str, runs: list[tuple[str, str, str, str, s
             diffs = paired_diffs(side, ship, busiest_by=by)  # A's means over the windows compared
             vs, verdict = "-", "-"
             if spec != shipped:
-                vs = ", ".join(f"{d.diff:+.3f} ± {d.se:.3f}" if d.metric == "bsld" else
-                               f"{d.diff:+.0f} ± {d.se:.0f} s" for d in diffs)
+                vs = diff_cells(diffs)
                 verdict = overall(diffs)
             held = trainer_heldout(side.policy) if spec == new else "-"
             print(f"| {trace} | {name} | {diffs[0].a:.3f} | {diffs[1].a:.1f} | {vs} | {verdict} | {held} |")

@@ -14,8 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from rltune_daemon.evaluate.runner import _STATE, EvalConfig, _init, make_controller
-from rltune_daemon.sim.engine import Simulator
+from rltune_daemon.evaluate.runner import _STATE, EvalConfig, _init, _run
 
 SHAPES = ("1 GPU", "2 GPUs", "3+ GPUs, one node", "several nodes")
 
@@ -27,12 +26,10 @@ def shape(gpus: int, nodes: int) -> str:
 
 
 def run(task: tuple[str, int]) -> tuple[str, list[str], list[float]]:
+    """One policy on one window, as ``rltune evaluate`` runs it, with each job's shape."""
     spec, k = task
-    cfg: EvalConfig = _STATE["cfg"]
-    window = _STATE["windows"][k]
-    res = Simulator(window, make_controller(spec, _STATE["train"], cfg), cfg.sim_config()).run()
-    waits = res.start - np.array([j.submit for j in window.jobs])
-    return spec, [shape(j.gpus, j.nodes) for j in window.jobs], waits.tolist()
+    out = _run(spec, k)
+    return spec, [shape(j.gpus, j.nodes) for j in _STATE["windows"][k].jobs], out["job_waits"]
 
 
 def main() -> None:
