@@ -107,6 +107,28 @@ def test_starvation_guard_restores_multifactor_position() -> None:
     assert p3.entries[0].reason.startswith("starvation guard")
 
 
+@pytest.mark.parametrize(("reference", "restored"), [("priority", False), ("submit", True), ("both", True)])
+def test_starvation_reference_submit_order_restores_a_job_multifactor_itself_keeps_back(
+        reference: str, restored: bool) -> None:
+    """A job submitted first but low in multifactor order (a big job behind small ones) is never kept
+    below its multifactor position, so the default guard leaves it; measured against submit order it
+    is kept back and, after the guard time, goes back to the head of the queue."""
+    cfg = PlannerConfig(starvation_seconds=3600.0, starvation_stretch=0.0,
+                        starvation_reference=reference)  # type: ignore[arg-type]
+    mem = PlannerMemory()
+    pend = [
+        (Job("big-old", 0.0, 1, 90000.0, partition="gpu"), PendingState(priority=1000)),
+        (Job("small", 5.0, 1, 60.0, partition="gpu"), PendingState(priority=5000)),
+    ]
+    sjf = make_policy("sjf")
+    assert plan(snapshot(pend, FULL, clock=1000.0), sjf, cfg, mem).order == ("small", "big-old")
+    late = plan(snapshot(pend, FULL, clock=1000.0 + 3600.0), sjf, cfg, mem)
+    assert late.order == (("big-old", "small") if restored else ("small", "big-old"))
+    assert late.entries[0].reason.startswith("starvation guard") is restored
+    if restored:
+        assert "submit-order position too long" in late.entries[0].reason
+
+
 def test_starvation_slots_restore_the_longest_kept_back_jobs_first() -> None:
     """Three long jobs kept back behind short ones: with ``starvation_slots=1`` only the one kept back
     longest (then: first in multifactor order) is restored; when it leaves the queue, the next one is."""

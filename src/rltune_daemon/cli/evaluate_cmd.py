@@ -12,6 +12,7 @@ from rltune_daemon.evaluate.report import markdown_table, write_results
 from rltune_daemon.evaluate.runner import EvalConfig, evaluate
 from rltune_daemon.evaluate.windows import PARTS
 from rltune_daemon.planner.config import (
+    GUARD_REFERENCES,
     INTERVAL_DEFAULT,
     REACT_DEFAULT,
     STARVATION_CAP_DEFAULT,
@@ -60,6 +61,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         f"{STARVATION_CAP_DEFAULT / 86400:g} days) before the guard restores it, as the "
                         "daemon's starvation_stretch "
                         f"(default {STARVATION_STRETCH_DEFAULT:g}; 0: the hours above for every job)")
+    p.add_argument("--starvation-reference", choices=GUARD_REFERENCES, default="priority",
+                   help="daemon mode: the position a kept-back job is measured against and restored to, as "
+                        "the daemon's starvation_reference: Slurm's own priority order (default), submit "
+                        "order, or the earlier of both")
     p.add_argument("--split", choices=PARTS, default="held-out",
                    help="where the windows come from: the held-out tail (default, for reporting), the "
                         "training part, the training part's own tail (temporal validation), or the training "
@@ -92,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
                      opts=parse_opts(args.opt), jobs=args.jobs, pure=args.pure,
                      interval=args.interval, react=args.react, starvation_seconds=starvation,
                      starvation_slots=args.starvation_slots, starvation_stretch=args.starvation_stretch,
+                     starvation_reference=args.starvation_reference,
                      milp=args.placement == "milp", split=args.split)
     results = evaluate(cfg, progress=sys.stderr.isatty())
     print(markdown_table(results, baseline="fcfs" if "fcfs" in policies else policies[0]))

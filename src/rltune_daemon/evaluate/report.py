@@ -77,6 +77,10 @@ def _interval(cfg: dict[str, Any]) -> str:
         guard_text += f" or {stretch:g} × time limit"
     if slots and guard != "off":
         guard_text += f", {slots} restored at a time"
+    reference = str(cfg.get("starvation_reference", "priority"))
+    if reference != "priority" and guard != "off":
+        guard_text += ", measured against " + ("submit order" if reference == "submit" else
+                                               "multifactor or submit order")
     interval, react = float(cfg.get("interval", 60.0)), float(cfg.get("react", 0.0))
     watch = f" and {react:g} s after a queue change" if 0 < react < interval else ""
     return f" (re-planned every {interval:g} s{watch}, starvation guard {guard_text})"

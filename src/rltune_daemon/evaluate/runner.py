@@ -59,6 +59,7 @@ class EvalConfig:
     starvation_seconds: float = STARVATION_SECONDS_DEFAULT  # daemon mode: the planner's guard (inf: off)
     starvation_slots: int = 0  # daemon mode: guarded jobs restored at once per tier (0: all)
     starvation_stretch: float = STARVATION_STRETCH_DEFAULT  # daemon mode: guard after stretch × time limit
+    starvation_reference: str = "priority"  # daemon mode: kept back below which position (planner config)
     milp: bool = True  # learned policies place their top K with the MILP (False: Slurm's greedy default)
     split: str = "held-out"  # "train", "train-tail", "train-recent": training windows, for choosing
 
@@ -95,14 +96,15 @@ def make_controller(spec: str, train: Workload, cfg: EvalConfig) -> Controller:
 
 
 def _planned(policy: Policy, cfg: EvalConfig, mode: str, placement: bool) -> Controller:
-    from rltune_daemon.planner.config import PlannerConfig
+    from rltune_daemon.planner.config import PlannerConfig, guard_reference
     from rltune_daemon.sim.modes import planner_controller
 
     placement = cfg.milp and placement
     planner = PlannerConfig(placement=placement, effects=cfg.sim_config().effects,
                             starvation_seconds=cfg.starvation_seconds,
                             starvation_slots=cfg.starvation_slots,
-                            starvation_stretch=cfg.starvation_stretch)
+                            starvation_stretch=cfg.starvation_stretch,
+                            starvation_reference=guard_reference(cfg.starvation_reference))
     return planner_controller(policy, mode, placement=placement, config=planner, interval=cfg.interval,
                               react=cfg.react)
 

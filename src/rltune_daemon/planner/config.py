@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from rltune_daemon.sim.config import EffectsConfig
 
@@ -18,6 +19,18 @@ STARVATION_SECONDS_DEFAULT = 4 * 3600.0
 STARVATION_STRETCH_DEFAULT = 2.0
 STARVATION_STRETCH_MAX = 1000.0  # beyond this the cap alone decides; a larger value is a typo
 STARVATION_CAP_DEFAULT = 7 * 86400.0
+# What "kept back" is measured against: Slurm's own (multifactor) order, submit order, or both (a job
+# below either of its two positions is kept back and goes back to the earlier one).
+GuardReference = Literal["priority", "submit", "both"]
+GUARD_REFERENCES: tuple[GuardReference, ...] = ("priority", "submit", "both")
+
+
+def guard_reference(name: str) -> GuardReference:
+    """``name`` as a GuardReference (callers validate user input first; this narrows the type)."""
+    for ref in GUARD_REFERENCES:
+        if ref == name:
+            return ref
+    raise ValueError(f"starvation reference {name!r}: expected one of {', '.join(GUARD_REFERENCES)}")
 
 
 @dataclass(frozen=True)
@@ -30,6 +43,9 @@ class PlannerConfig:
     ``starvation_cap_seconds`` (an UNLIMITED job counts as a year). ``starvation_slots``: how
     many such jobs per PriorityTier the guard restores at once, longest-kept first (0: all); the others
     wait their turn in the planned order, so an overloaded queue does not turn back into multifactor.
+    ``starvation_reference``: the position a job is measured against and restored to: Slurm's own
+    priority order (default), submit order (a bound on how long later jobs may pass it), or the
+    earlier of the two (both promises at once).
     ``exempt_*``: jobs the planner never touches (SLA-bound work keeps Slurm's own priority).
     ``placement``: emit node hints."""
 
@@ -39,6 +55,7 @@ class PlannerConfig:
     starvation_slots: int = 0
     starvation_stretch: float = STARVATION_STRETCH_DEFAULT
     starvation_cap_seconds: float = STARVATION_CAP_DEFAULT
+    starvation_reference: GuardReference = "priority"
     exempt_qos: tuple[str, ...] = ()
     exempt_partitions: tuple[str, ...] = ()
     exempt_users: tuple[str, ...] = ()

@@ -27,7 +27,8 @@ from rltune_daemon.policies.base import Policy, QueueView
 
 @dataclass
 class PlannerMemory:
-    """State carried between cycles: since when each job has been below its multifactor position."""
+    """State carried between cycles: since when each job has been below its guard position (its
+    multifactor position unless ``starvation_reference`` says otherwise)."""
 
     demoted_since: dict[str, float] = field(default_factory=dict)
 
@@ -75,6 +76,17 @@ def _base_rank(base: I64, submit: F64, rows: I64) -> dict[int, int]:
     return {int(r): k for k, r in enumerate(order)}
 
 
+def _guard_rank(cfg: PlannerConfig, base: I64, submit: F64, rows: I64) -> dict[int, int]:
+    """The position the starvation guard measures each row against and restores it to."""
+    by_priority = _base_rank(base, submit, rows) if cfg.starvation_reference != "submit" else {}
+    if cfg.starvation_reference == "priority":
+        return by_priority
+    by_submit = _base_rank(np.zeros_like(base), submit, rows)
+    if cfg.starvation_reference == "submit":
+        return by_submit
+    return {r: min(k, by_priority[r]) for r, k in by_submit.items()}
+
+
 def plan(
     snapshot: Snapshot,
     policy: Policy,
@@ -116,8 +128,8 @@ def plan_inputs(inp: PlanInputs, policy: Policy, cfg: PlannerConfig, mem: Planne
     final: list[int] = []
     for tier in sorted({int(t) for t in table.tier[ordered]}, reverse=True):
         tier_rows = ordered[table.tier[ordered] == tier]
-        base_rank = _base_rank(inp.base, table.submit, tier_rows)
-        starving: list[tuple[float, int, int]] = []  # (demoted since, base rank, position)
+        base_rank = _guard_rank(cfg, inp.base, table.submit, tier_rows)
+        starving: list[tuple[float, int, int]] = []  # (demoted since, guard rank, position)
         for pos, r in enumerate(tier_rows):
             row = int(r)
             jid = table.ids[row]
@@ -174,7 +186,7 @@ def plan_inputs(inp: PlanInputs, policy: Policy, cfg: PlannerConfig, mem: Planne
         row = int(r)
         place = placements.get(row, Placement())
         reason = describe(table, row, now, policy.name, k, base_pos[row], row in guarded, place,
-                          row in placements)
+                          row in placements, cfg.starvation_reference)
         entries.append(PlanEntry(table.ids[row], k + 1, score_of[row], int(current[k]), int(targets[k]),
                                  int(sites[k]), place, reason, row in placements))
     return Plan(now, policy.name, tuple(entries), tuple(skipped))

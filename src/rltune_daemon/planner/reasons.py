@@ -8,11 +8,14 @@ from rltune_daemon.slurm.formats import short_duration
 
 
 def describe(table: JobTable, row: int, now: float, policy: str, pos: int, base_pos: int, guarded: bool,
-             placement: Placement, starts_now: bool) -> str:
+             placement: Placement, starts_now: bool, reference: str = "priority") -> str:
     """E.g. ``up 5 (sjf): short (20m asked), 1 GPU, waited 2.0h; starts now on p100-1 (spread)``."""
     parts: list[str] = []
-    if guarded:
+    if guarded and reference == "priority":
         head = f"starvation guard: kept at multifactor position {base_pos + 1}"
+    elif guarded:
+        label = "submit-order" if reference == "submit" else "multifactor or submit-order"
+        head = f"starvation guard: kept below its {label} position too long, restored"
     elif pos < base_pos:
         head = f"up {base_pos - pos} ({policy})"
     elif pos > base_pos:

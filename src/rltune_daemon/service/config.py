@@ -33,6 +33,7 @@ from rltune_daemon.planner.config import (
     STARVATION_SECONDS_DEFAULT,
     STARVATION_STRETCH_DEFAULT,
     STARVATION_STRETCH_MAX,
+    GuardReference,
     PlannerConfig,
 )
 from rltune_daemon.policies.registry import BASELINES
@@ -84,6 +85,9 @@ class PlannerSection(_Section):
                                       "time limit (0: starvation_seconds for all)")
     starvation_cap_seconds: float = Field(STARVATION_CAP_DEFAULT, gt=0,
                                           description="the stretched guard never exceeds this")
+    starvation_reference: GuardReference = Field(
+        "priority", description="kept back below which position: Slurm's own priority order, submit order, "
+        "or the earlier of both")
 
 
 class ExemptSection(_Section):
@@ -208,7 +212,7 @@ class DaemonConfig(BaseSettings):
         return PlannerConfig(
             top_k=p.top_k, placement=p.placement, starvation_seconds=p.starvation_seconds,
             starvation_slots=p.starvation_slots, starvation_stretch=p.starvation_stretch,
-            starvation_cap_seconds=p.starvation_cap_seconds,
+            starvation_cap_seconds=p.starvation_cap_seconds, starvation_reference=p.starvation_reference,
             exempt_qos=e.qos, exempt_partitions=e.partitions, exempt_users=e.users,
             exempt_accounts=e.accounts,
         )
