@@ -41,6 +41,9 @@ def test_defaults_file_and_env_precedence(tmp_path: Path, monkeypatch: pytest.Mo
     assert c.dry_run and str(c.resolved_state_file()) == "/var/lib/x/state.json"
     pc = c.planner_config()
     assert pc.top_k == 9 and pc.exempt_users == ("ops",) and pc.exempt_qos == ("urgent", "sla")
+    assert pc.starvation_reference == "priority"
+    monkeypatch.setenv("RLTUNE_PLANNER__STARVATION_REFERENCE", "both")
+    assert load_config(cfg).planner_config().starvation_reference == "both"
 
 
 @pytest.mark.parametrize(("text", "env", "needle"), [
@@ -49,6 +52,8 @@ def test_defaults_file_and_env_precedence(tmp_path: Path, monkeypatch: pytest.Mo
     ('base_policy = "magic"\n', {}, "base_policy: unknown policy 'magic': choose one of fcfs, sjf"),
     ("interval = -1\n", {}, "interval: Input should be greater than 0"),
     ("[planner]\nhint_cycles = 0\n", {}, "planner.hint_cycles: Input should be greater than or equal to 1"),
+    ('[planner]\nstarvation_reference = "fifo"\n', {},
+     "planner.starvation_reference: Input should be 'priority', 'submit' or 'both'"),
     ('[log]\nlevel = "loud"\n', {}, "log.level: Input should be 'debug', 'info', 'warning' or 'error'"),
     ("[metrics]\nport = 70000\n", {}, "metrics.port: Input should be less than or equal to 65535"),
     ("", {"RLTUNE_PLANNER__PLACER": "cplex"}, "planner.placer: Input should be 'milp' or 'greedy' "
@@ -77,6 +82,7 @@ def test_example_file_is_valid_and_complete() -> None:
     text = EXAMPLE.read_text()
     for key in ("interval", "dry_run", "backend", "model", "base_policy", "state_file", "top_k", "placement",
                 "hint_cycles", "starvation_seconds", "starvation_stretch", "starvation_cap_seconds",
+                "starvation_reference",
                 "qos", "partitions", "users", "accounts", "bind", "port",
                 "conf", "timeout", "level", "format"):
         assert f"{key} =" in text or f"# {key} =" in text, key
