@@ -199,6 +199,39 @@ def stretch_choice() -> None:
     print()
 
 
+def guard_reference() -> None:
+    """The guard measured against submit order too (``--starvation-reference both``) against the shipped
+    reference (multifactor order), paired on 30 training-split windows; rule:
+    docs/results/guard-reference/RULE.md."""
+    from rltune_daemon.evaluate.paired import load_side, overall, paired_diffs
+
+    runs = [(t, load(f"guard-reference/train-{t}-priority"), load(f"guard-reference/train-{t}-both"))
+            for t in TRACES]
+    found = [(t, a, b) for t, a, b in runs if a and b]
+    if not found:
+        return
+    print("## Guard measured against submit order too (training-split windows)\n")
+    print("`starvation_reference = both`: a job kept below its multifactor **or** its submit-order "
+          "position for the guard time goes back to the earlier of the two (later jobs are ranked "
+          "above it for at most that long; backfill may still start them first where they delay "
+          "nothing), against the default `priority` (multifactor position only). The shipped model on "
+          "30 windows × 1024 jobs from the training part of each trace (seed 0). Rule, written before the "
+          "runs: [RULE.md](results/guard-reference/RULE.md). Commands: "
+          + "; ".join(f"`{r['config']['command']}`" for _, a, b in found for r in (a, b)) + "\n")
+    print("| trace | BSLD: priority | both | wait (s): priority | both | both − priority: BSLD, wait "
+          "(± SE) | verdict | max wait (days): priority | both |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for t, prio, both in found:
+        a = load_side(str(ROOT / f"guard-reference/train-{t}-both"))
+        b = load_side(str(ROOT / f"guard-reference/train-{t}-priority"))
+        diffs = paired_diffs(a, b)
+        mp, mb = (next(iter(r["policies"].values())) for r in (prio, both))
+        print(f"| {t} | {mp['bsld']:.2f} | {mb['bsld']:.2f} | {mp['wait_mean']:.0f} | "
+              f"{mb['wait_mean']:.0f} | {diff_cells(diffs)} | {overall(diffs)} | "
+              f"{mp['wait_max'] / 86400:.1f} | {mb['wait_max'] / 86400:.1f} |")
+    print()
+
+
 def base_choice() -> None:
     """Which heuristic a trace's model starts from (warm start and reward baseline), chosen on
     training-split windows: each heuristic ranked at every event and applied by the daemon."""
@@ -810,6 +843,7 @@ def main() -> int:
                   "ablation-cem/daemon", "ablation-cem/event")
     guard_section()
     stretch_choice()
+    guard_reference()
     base_choice()
     model_choice()
     model_vs_base()

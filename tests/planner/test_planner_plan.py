@@ -126,7 +126,7 @@ def test_starvation_reference_submit_order_restores_a_job_multifactor_itself_kee
     assert late.order == (("big-old", "small") if restored else ("small", "big-old"))
     assert late.entries[0].reason.startswith("starvation guard") is restored
     if restored:
-        assert "submit-order position too long" in late.entries[0].reason
+        assert "submit-order position" in late.entries[0].reason
 
 
 def test_starvation_slots_restore_the_longest_kept_back_jobs_first() -> None:

@@ -44,7 +44,7 @@ class PlannerConfig:
     many such jobs per PriorityTier the guard restores at once, longest-kept first (0: all); the others
     wait their turn in the planned order, so an overloaded queue does not turn back into multifactor.
     ``starvation_reference``: the position a job is measured against and restored to: Slurm's own
-    priority order (default), submit order (a bound on how long later jobs may pass it), or the
+    priority order (default), submit order (a bound on how long later jobs are ranked above it), or the
     earlier of the two (both promises at once).
     ``exempt_*``: jobs the planner never touches (SLA-bound work keeps Slurm's own priority).
     ``placement``: emit node hints."""

@@ -14,8 +14,8 @@ def describe(table: JobTable, row: int, now: float, policy: str, pos: int, base_
     if guarded and reference == "priority":
         head = f"starvation guard: kept at multifactor position {base_pos + 1}"
     elif guarded:
-        label = "submit-order" if reference == "submit" else "multifactor or submit-order"
-        head = f"starvation guard: kept below its {label} position too long, restored"
+        label = "submit-order" if reference == "submit" else "earlier of multifactor and submit-order"
+        head = f"starvation guard: back at its {label} position"
     elif pos < base_pos:
         head = f"up {base_pos - pos} ({policy})"
     elif pos > base_pos:
