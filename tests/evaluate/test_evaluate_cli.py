@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -143,9 +144,11 @@ def test_bench_sim_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_daemon_spec_runs_a_baseline_through_the_planner() -> None:
-    """``daemon:<baseline>`` is the daemon without a model. With Slurm's own order as the policy it writes
-    no SiteFactor at all, so it matches plain multifactor up to the extra scheduling passes its 60-s
-    cycles cause; with SJF it re-plans only every interval and so differs from SJF ranked at every event."""
+    """``daemon:<baseline>`` is the daemon without a model. With Slurm's own order as the policy and
+    the guard measured against that order only, it writes no SiteFactor at all (measured against submit
+    order too, the default, the guard lifts jobs multifactor keeps back), so it matches plain multifactor
+    up to the extra scheduling passes its 60-s cycles cause; with SJF it re-plans only every interval and
+    so differs from SJF ranked at every event."""
     from rltune_daemon.evaluate import EvalConfig, evaluate
     from rltune_daemon.evaluate.runner import make_controller
     from rltune_daemon.sim.engine import Simulator
@@ -171,11 +174,17 @@ def test_daemon_spec_runs_a_baseline_through_the_planner() -> None:
             Watch.written += sum(1 for v in self.site.values() if v)
 
     _, wins = heldout_windows(w, 2, 150, 0)
-    mf = make_controller("daemon:multifactor", w, cfg)
-    assert isinstance(mf, DaemonModeController)
-    watch = Watch(mf.policy, mf.cfg, interval=60.0)
-    Simulator(wins[0], watch).run()
-    assert watch.plans > 10 and Watch.written == 0
+    written = {}
+    for reference in ("priority", "both"):  # only the submit-order guard moves Slurm's own order
+        Watch.written = 0
+        run_cfg = dataclasses.replace(cfg, starvation_reference=reference)
+        mf = make_controller("daemon:multifactor", w, run_cfg)
+        assert isinstance(mf, DaemonModeController)
+        watch = Watch(mf.policy, mf.cfg, interval=60.0)
+        Simulator(wins[0], watch).run()
+        assert watch.plans > 10
+        written[reference] = Watch.written
+    assert written["priority"] == 0 and written["both"] > 0
 
 
 def test_daemon_mode_queue_checks_replan_a_changed_queue_sooner() -> None:

@@ -41,9 +41,9 @@ def test_defaults_file_and_env_precedence(tmp_path: Path, monkeypatch: pytest.Mo
     assert c.dry_run and str(c.resolved_state_file()) == "/var/lib/x/state.json"
     pc = c.planner_config()
     assert pc.top_k == 9 and pc.exempt_users == ("ops",) and pc.exempt_qos == ("urgent", "sla")
-    assert pc.starvation_reference == "priority"
-    monkeypatch.setenv("RLTUNE_PLANNER__STARVATION_REFERENCE", "both")
-    assert load_config(cfg).planner_config().starvation_reference == "both"
+    assert pc.starvation_reference == "both"
+    monkeypatch.setenv("RLTUNE_PLANNER__STARVATION_REFERENCE", "priority")
+    assert load_config(cfg).planner_config().starvation_reference == "priority"
 
 
 @pytest.mark.parametrize(("text", "env", "needle"), [

@@ -16,6 +16,7 @@ from rltune_daemon.planner.config import (
     INTERVAL_DEFAULT,
     REACT_DEFAULT,
     STARVATION_CAP_DEFAULT,
+    STARVATION_REFERENCE_DEFAULT,
     STARVATION_SECONDS_DEFAULT,
     STARVATION_STRETCH_DEFAULT,
     STARVATION_STRETCH_MAX,
@@ -61,10 +62,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         f"{STARVATION_CAP_DEFAULT / 86400:g} days) before the guard restores it, as the "
                         "daemon's starvation_stretch "
                         f"(default {STARVATION_STRETCH_DEFAULT:g}; 0: the hours above for every job)")
-    p.add_argument("--starvation-reference", choices=GUARD_REFERENCES, default="priority",
+    p.add_argument("--starvation-reference", choices=GUARD_REFERENCES, default=STARVATION_REFERENCE_DEFAULT,
                    help="daemon mode: the position a kept-back job is measured against and restored to, as "
-                        "the daemon's starvation_reference: Slurm's own priority order (default), submit "
-                        "order, or the earlier of both")
+                        "the daemon's starvation_reference: Slurm's own priority order, submit order, or "
+                        f"the earlier of both (default {STARVATION_REFERENCE_DEFAULT})")
     p.add_argument("--split", choices=PARTS, default="held-out",
                    help="where the windows come from: the held-out tail (default, for reporting), the "
                         "training part, the training part's own tail (temporal validation), or the training "

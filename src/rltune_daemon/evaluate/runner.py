@@ -24,6 +24,7 @@ from rltune_daemon.evaluate.windows import heldout_windows
 from rltune_daemon.planner.config import (
     INTERVAL_DEFAULT,
     REACT_DEFAULT,
+    STARVATION_REFERENCE_DEFAULT,
     STARVATION_SECONDS_DEFAULT,
     STARVATION_STRETCH_DEFAULT,
 )
@@ -59,7 +60,7 @@ class EvalConfig:
     starvation_seconds: float = STARVATION_SECONDS_DEFAULT  # daemon mode: the planner's guard (inf: off)
     starvation_slots: int = 0  # daemon mode: guarded jobs restored at once per tier (0: all)
     starvation_stretch: float = STARVATION_STRETCH_DEFAULT  # daemon mode: guard after stretch × time limit
-    starvation_reference: str = "priority"  # daemon mode: kept back below which position (planner config)
+    starvation_reference: str = STARVATION_REFERENCE_DEFAULT  # daemon mode: kept back below which position
     milp: bool = True  # learned policies place their top K with the MILP (False: Slurm's greedy default)
     split: str = "held-out"  # "train", "train-tail", "train-recent": training windows, for choosing
 

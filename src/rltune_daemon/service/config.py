@@ -30,6 +30,7 @@ from rltune_daemon.planner.config import (
     INTERVAL_DEFAULT,
     REACT_DEFAULT,
     STARVATION_CAP_DEFAULT,
+    STARVATION_REFERENCE_DEFAULT,
     STARVATION_SECONDS_DEFAULT,
     STARVATION_STRETCH_DEFAULT,
     STARVATION_STRETCH_MAX,
@@ -86,8 +87,8 @@ class PlannerSection(_Section):
     starvation_cap_seconds: float = Field(STARVATION_CAP_DEFAULT, gt=0,
                                           description="the stretched guard never exceeds this")
     starvation_reference: GuardReference = Field(
-        "priority", description="kept back below which position: Slurm's own priority order, submit order, "
-        "or the earlier of both")
+        STARVATION_REFERENCE_DEFAULT, description="kept back below which position: Slurm's own priority "
+        "order, submit order, or the earlier of both")
 
 
 class ExemptSection(_Section):
