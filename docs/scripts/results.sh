@@ -10,7 +10,8 @@
 # testbed's: multifactor, chosen on training-split windows (the testbed-base-choice run below), and
 # Philly's: QSSF (run H, the RECENT block). Blocks HELIOS_RECENT=1 and HELIOS_FRESH=1 repeat Helios
 # run I and its choice (the shipped Helios model), TESTBED_FRESH=1 the testbed's T1 and its choice (the
-# shipped testbed model), ABLATION_CEM=1 the naive-input ablation with the shipped Philly recipe. The
+# shipped testbed model), ABLATION_CEM=1 the naive-input ablation with the shipped Philly recipe,
+# GUARD_REFERENCE=1 the choice of the guard's default reference (multifactor and submit order). The
 # loop's own training command (PPO) is the Alibaba model's; the Philly, Helios and testbed models come
 # from the RECENT, HELIOS_* and TESTBED_FRESH blocks (blocks run before a replacement name
 # models/<trace>-<base> for the model shipped at the time).
@@ -315,6 +316,18 @@ if [ -n "${ABLATION_CEM:-}" ]; then
     --seed 0 --out $A/daemon
   "$RLTUNE" evaluate --trace philly --policies rltune:$A/model-philly-naive --mode event --windows 10 \
     --window-size 1024 --seed 0 --out $A/event
+fi
+# The guard measured against submit order too (GUARD_REFERENCE=1; rule: docs/results/guard-reference/RULE.md):
+# each shipped model on 30 training-split windows with the guard on multifactor order only and on both.
+# (The held-out <trace>-refpriority runs are the first loop's, made before `starvation_reference` existed;
+# add `--starvation-reference priority` to repeat them now.)
+if [ -n "${GUARD_REFERENCE:-}" ]; then
+  for t in testbed alibaba philly helios; do
+    for r in priority both; do
+      "$RLTUNE" evaluate --trace "$t" --policies "rltune:$(model_of "$t")" --split train --windows 30 \
+        --window-size 1024 --seed 0 --starvation-reference $r --out "docs/results/guard-reference/train-$t-$r"
+    done
+  done
 fi
 # Retraining a shipped model (RETRAIN="helios philly ..."): the same training command into models-new/, then
 # judged against the shipped model on 30 training-split windows (the shipped one's run is
