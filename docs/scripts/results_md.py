@@ -210,15 +210,20 @@ def stretch_choice() -> None:
     print()
 
 
+def trace_pairs(a: str, b: str) -> list[tuple[str, dict, dict]]:  # type: ignore[type-arg]
+    """(trace, run a, run b) for each trace where both runs exist; ``a`` and ``b`` name them with ``{t}``."""
+    runs = [(t, load(a.format(t=t)), load(b.format(t=t))) for t in TRACES]
+    return [(t, x, y) for t, x, y in runs if x and y]
+
+
 def guard_reference() -> None:
     """The guard measured against submit order too (``--starvation-reference both``) against the shipped
     reference (multifactor order), paired on 30 training-split windows; rule:
     docs/results/guard-reference/RULE.md."""
     from rltune_daemon.evaluate.paired import load_side, overall, paired_diffs
 
-    runs = [(t, load(f"guard-reference/train-{t}-priority"), load(f"guard-reference/train-{t}-both"))
-            for t in TRACES]
-    found = [(t, a, b) for t, a, b in runs if a and b]
+    run = "guard-reference/train-{t}-{ref}"
+    found = trace_pairs(run.replace("{ref}", "priority"), run.replace("{ref}", "both"))
     if not found:
         return
     print("## Guard measured against submit order too (training-split windows)\n")
@@ -233,8 +238,7 @@ def guard_reference() -> None:
           "(± SE) | verdict | max wait (days): priority | both |")
     print("|---|---|---|---|---|---|---|---|---|")
     for t, prio, both in found:
-        a = load_side(str(ROOT / f"guard-reference/train-{t}-both"))
-        b = load_side(str(ROOT / f"guard-reference/train-{t}-priority"))
+        a, b = (load_side(str(ROOT / run.format(t=t, ref=ref))) for ref in ("both", "priority"))
         diffs = paired_diffs(a, b)
         mp, mb = (next(iter(r["policies"].values())) for r in (prio, both))
         print(f"| {t} | {mp['bsld']:.2f} | {mb['bsld']:.2f} | {mp['wait_mean']:.0f} | "
@@ -269,8 +273,7 @@ def base_choice() -> None:
 def model_choice() -> None:
     """Retrained models against the ones they would replace, on 30 training-split windows (never the
     held-out ones); the one with lower BSLD and wait is shipped."""
-    pairs = [(t, load(f"guard-stretch/train-{t}-x2"), load(f"{t}-retrained/train-split")) for t in TRACES]
-    pairs = [(t, old, new) for t, old, new in pairs if old and new]
+    pairs = trace_pairs("guard-stretch/train-{t}-x2", "{t}-retrained/train-split")
     if not pairs:
         return
     print("## Choosing the shipped models (training-split windows)\n")
