@@ -14,7 +14,7 @@ from rltune_daemon.errors import UserError
 from rltune_daemon.evaluate import heldout_windows
 from rltune_daemon.evaluate.windows import window_starts
 from rltune_daemon.policies import make_policy
-from rltune_daemon.sim import simulate
+from rltune_daemon.sim import SimConfig, simulate
 from rltune_daemon.traces import load_workload
 
 
@@ -131,9 +131,32 @@ def test_evaluate_bad_input_is_one_line(capsys: pytest.CaptureFixture[str]) -> N
         assert main(["evaluate", "--trace", "testbed", "--starvation-stretch", bad]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "--starvation-stretch" in err
+    assert main(["evaluate", "--trace", "testbed", "--bf-reservations", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--bf-reservations 0: must be at least 1" in err
     rc = main(["evaluate", "--trace", "/nonexistent/trace.swf", "--jobs", "1"])
     assert rc == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_bf_reservations_reach_the_simulator_and_the_report(tmp_path: Path) -> None:
+    """``--bf-reservations`` runs the windows with Slurm-like reservations beyond the head: the numbers are
+    the simulator's for that setting (not EASY's) and the config and report say which it was."""
+    out = tmp_path / "ev"
+    rc = main(["evaluate", "--trace", "testbed", "--opt", "jobs=3000", "--windows", "3",
+               "--window-size", "300", "--policies", "fcfs", "--jobs", "1", "--bf-reservations", "8",
+               "--out", str(out)])
+    assert rc == 0
+    res = json.loads((out / "results.json").read_text())
+    assert res["config"]["bf_reservations"] == 8
+    assert "reserves for the first 8 blocked jobs" in (out / "results.md").read_text()
+    w = load_workload("testbed", estimates="user", seed=0, jobs="3000")
+    _, wins = heldout_windows(w, 3, 300, 0)
+    cfg = SimConfig(bf_reservations=8)
+    slurm_like = [simulate(win, make_policy("fcfs"), cfg).metrics["bsld"] for win in wins]
+    easy = [simulate(win, make_policy("fcfs")).metrics["bsld"] for win in wins]
+    assert [pw["bsld"] for pw in res["policies"]["fcfs"]["per_window"]] == pytest.approx(slurm_like)
+    assert slurm_like != pytest.approx(easy)
 
 
 def test_bench_sim_json(capsys: pytest.CaptureFixture[str]) -> None:

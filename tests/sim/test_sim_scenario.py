@@ -130,3 +130,34 @@ def test_a_tick_never_sees_what_happens_at_its_own_instant() -> None:
     assert "J3" not in seen[10.0][0] and "J3" in seen[20.0][0]
     # at 100: J1 (ending at 100), J2, J4 still run; at 110: J2, J4, and J6 (submitted at 110) not yet
     assert seen[100.0][1] == 3 and seen[110.0][1] == 2 and "J6" not in seen[110.0][0]
+
+
+# Reservations for more than the head (``bf_reservations``), traced by hand (FCFS, effects off):
+# t=0   A (k80, 2 GPUs, 1000 s) on k0; B (4 GPUs, 300 s) on one P100 node
+# t=10  C (k80, 2 GPUs) blocked: the head, reserved at 1000
+# t=20  D (8 GPUs = both P100 nodes) blocked until B ends at 300
+# t=30  E (1 GPU, 1000 s) fits the free P100 node now and cannot delay C (a K80 job).
+#       EASY (1 reservation): E starts at 30 and D waits until E ends at 1030.
+#       2 reservations: D is reserved at 300, E would delay it -> E waits until D ends at 400.
+TYPED = ClusterSpec("typed", (NodeSpec("p0", "p100", 4, 16, 64000), NodeSpec("p1", "p100", 4, 16, 64000),
+                              NodeSpec("k0", "k80", 2, 8, 32000)))
+TYPED_JOBS = (
+    Job("A", 0, 2, 1000, 1000, gpu_types=("k80",)),
+    Job("B", 0, 4, 300, 300, gpu_types=("p100",)),
+    Job("C", 10, 2, 100, 100, gpu_types=("k80",)),
+    Job("D", 20, 8, 100, 100, gpu_types=("p100",)),
+    Job("E", 30, 1, 1000, 1000, gpu_types=("p100",)),
+)
+
+
+@pytest.mark.parametrize(("reservations", "expected"), [
+    (1, {"A": 0, "B": 0, "C": 1000, "D": 1030, "E": 30}),
+    (2, {"A": 0, "B": 0, "C": 1000, "D": 300, "E": 400}),
+    (500, {"A": 0, "B": 0, "C": 1000, "D": 300, "E": 400}),
+])
+def test_reservations_beyond_the_head_protect_the_second_blocked_job(
+        reservations: int, expected: dict[str, float]) -> None:
+    cfg = SimConfig(effects=EffectsConfig.pure(), record=True, bf_reservations=reservations)
+    res = simulate(Workload("typed", TYPED, TYPED_JOBS), make_policy("fcfs"), cfg)
+    assert {j.id: float(s) for j, s in zip(TYPED_JOBS, res.start, strict=True)} == expected
+    assert {at for head, _, at in res.reservations if head == 2} == {1000.0}  # C, the head, kept its time

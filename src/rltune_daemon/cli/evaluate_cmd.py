@@ -71,6 +71,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "training part, the training part's own tail (temporal validation), or the training "
                         "part's last windows x window-size jobs as disjoint windows (train-recent): the last "
                         "three choose settings and models without touching the held-out windows")
+    p.add_argument("--bf-reservations", type=int, default=1, metavar="N",
+                   help="how many blocked jobs of each partition the simulator's backfill reserves for in a "
+                        "pass: 1 (default) is EASY backfill, the head only, as every published number; "
+                        "Slurm's sched/backfill reserves for every job it tests (bf_max_job_test, 500)")
     p.add_argument("--out", type=Path, default=None, help="directory for results.json/.md and plots")
     p.set_defaults(func=run)
 
@@ -91,6 +95,9 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.starvation_stretch <= STARVATION_STRETCH_MAX:
         raise UserError(f"--starvation-stretch {args.starvation_stretch:g}: must be 0 (off) or a positive "
                         f"factor of at most {STARVATION_STRETCH_MAX:g}, as in the daemon's config")
+    if args.bf_reservations < 1:
+        raise UserError(f"--bf-reservations {args.bf_reservations}: must be at least 1 (1: EASY backfill, "
+                        "the head job only)")
     if not args.react >= 0:
         raise UserError(f"--react {args.react:g}: must be 0 (off) or a positive number of seconds")
     cfg = EvalConfig(trace=args.trace, policies=policies, windows=args.windows, window_size=args.window_size,
@@ -99,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
                      interval=args.interval, react=args.react, starvation_seconds=starvation,
                      starvation_slots=args.starvation_slots, starvation_stretch=args.starvation_stretch,
                      starvation_reference=args.starvation_reference,
-                     milp=args.placement == "milp", split=args.split)
+                     milp=args.placement == "milp", split=args.split, bf_reservations=args.bf_reservations)
     results = evaluate(cfg, progress=sys.stderr.isatty())
     print(markdown_table(results, baseline="fcfs" if "fcfs" in policies else policies[0]))
     if args.out is not None:

@@ -86,6 +86,11 @@ def _interval(cfg: dict[str, Any]) -> str:
     return f" (re-planned every {interval:g} s{watch}, starvation guard {guard_text})"
 
 
+def _backfill(cfg: dict[str, Any]) -> str:
+    n = int(cfg.get("bf_reservations", 1))
+    return "" if n == 1 else f", backfill reserves for the first {n} blocked jobs per partition (not EASY)"
+
+
 SPLIT_TEXT = {"held-out": "held-out last 10 %", "train": "training part (first 90 %)",
               "train-tail": "training part's tail (81-90 %, temporal validation)",
               "train-recent": "training part's last jobs, disjoint windows end to end"}
@@ -104,8 +109,8 @@ def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path
           f"{cfg['windows']} windows x {cfg['window_size']} jobs from the "
           f"{SPLIT_TEXT.get(str(cfg.get('split')), SPLIT_TEXT['held-out'])} "
           f"(seed {cfg['seed']}), requested times: {cfg['estimates_used']}, learned-policy mode: "
-          f"{cfg['mode']}{_interval(cfg)}, placement effects: {'off' if cfg['pure'] else 'on'}. "
-          "Means over windows.", "",
+          f"{cfg['mode']}{_interval(cfg)}, placement effects: {'off' if cfg['pure'] else 'on'}"
+          f"{_backfill(cfg)}. Means over windows.", "",
           markdown_table(results, baseline="fcfs" if "fcfs" in results["policies"] else first), "",
           "Wait max is the longest wait of any job in any window.", ""]
     judged = {k: v["vs_multifactor"] for k, v in results["policies"].items() if "vs_multifactor" in v}

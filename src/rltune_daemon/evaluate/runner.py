@@ -63,12 +63,14 @@ class EvalConfig:
     starvation_reference: str = STARVATION_REFERENCE_DEFAULT  # daemon mode: kept back below which position
     milp: bool = True  # learned policies place their top K with the MILP (False: Slurm's greedy default)
     split: str = "held-out"  # "train", "train-tail", "train-recent": training windows, for choosing
+    bf_reservations: int = 1  # blocked jobs per partition the simulator's backfill reserves for (1: EASY)
 
     def trace_opts(self) -> dict[str, str]:
         return {**EVAL_DEFAULT_OPTS.get(self.trace, {}), **self.opts}
 
     def sim_config(self) -> SimConfig:
-        return SimConfig(effects=EffectsConfig.pure()) if self.pure else SimConfig()
+        effects = EffectsConfig.pure() if self.pure else EffectsConfig()
+        return SimConfig(effects=effects, bf_reservations=self.bf_reservations)
 
 
 def make_controller(spec: str, train: Workload, cfg: EvalConfig) -> Controller:

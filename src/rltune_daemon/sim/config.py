@@ -32,9 +32,13 @@ class EffectsConfig:
 @dataclass(frozen=True)
 class SimConfig:
     """``bf_max_job_test`` bounds how many jobs behind a blocked head backfill examines per pass (Slurm's
-    SchedulerParameters option of the same name). ``record`` keeps reservations and allocations for tests."""
+    SchedulerParameters option of the same name). ``bf_reservations`` is how many blocked jobs of each
+    partition get a reservation per pass: 1 is EASY backfill (the head only, what every published number
+    uses); Slurm's backfill reserves for every job it tests, i.e. ``bf_max_job_test``. ``record`` keeps
+    reservations and allocations for tests."""
 
     effects: EffectsConfig = field(default_factory=EffectsConfig)
     backfill: bool = True
     bf_max_job_test: int = 500
+    bf_reservations: int = 1
     record: bool = False

@@ -48,6 +48,8 @@ class Reservation:
     head: int
     at: float
     free: FreeView | None  # None: the head cannot run even on an empty cluster (then it blocks nothing)
+    until: float = math.inf  # at + requested time (kept only where later reservations must avoid it)
+    alloc: Allocation | None = None  # where it was planned (likewise)
 
 
 R = TypeVar("R")
@@ -104,7 +106,6 @@ class Simulator:
         self._arrived = 0  # rows before this one have been submitted (the arrival cursor)
         interval = controller.interval
         self._next_tick = float(self.table.submit[0]) if (interval and n) else math.inf
-        self._head_rows: dict[int, int] = {}
         self.dropped = [self.table.ids[i] for i in np.flatnonzero(~self.shapes.feasible)]
         sh = self.shapes
         self._groups = np.unique(sh.group) if n else np.zeros(0, dtype=np.int64)
@@ -115,6 +116,11 @@ class Simulator:
         self._shape_id = inverse.reshape(-1).astype(np.int64)
         self._n_shapes = int(self._shape_id.max()) + 1 if n else 0
         self._has_hint = np.zeros(n, dtype=np.bool_)
+        # Reservations beyond the head depend only on the cluster state, the job and those before it:
+        # kept until the state changes (``_version``: starts, finishes, arrivals, hints), so the daemon's
+        # ticks that change nothing do not re-plan them.
+        self._version = 0
+        self._res_cache: dict[tuple[int, int, tuple[tuple[int, float], ...]], Reservation] = {}
 
     # ------------------------------------------------------------------ queue bookkeeping
     def pending_rows(self) -> I64:
@@ -128,6 +134,7 @@ class Simulator:
 
     def _enqueue(self, rows: I64) -> None:
         self.is_pending[rows] = True
+        self._version += 1
         self.stats["arrived"] += len(rows)
         for r in rows:
             self.usage.submit(int(self.table.user[r]))
@@ -146,9 +153,11 @@ class Simulator:
         """Restrict a pending job to ``nodes`` (a ReqNodeList placement hint)."""
         self.hints[row] = nodes
         self._has_hint[row] = True
+        self._version += 1
 
     def clear_hint(self, row: int) -> None:
-        self.hints.pop(row, None)
+        if self.hints.pop(row, None) is not None:
+            self._version += 1
         self._has_hint[row] = False
 
     def snapshot(self, states: list[PendingState] | None = None) -> Snapshot:
@@ -181,6 +190,7 @@ class Simulator:
         run = float(self.runtime[row]) * factor
         est = float(self.limit[row]) * factor
         take(live_view(cl), alloc)
+        self._version += 1
         cl.jobs_on[alloc.nodes] += 1
         k = alloc.n_nodes
         cl.run_node = np.concatenate([cl.run_node, alloc.nodes])
@@ -206,6 +216,7 @@ class Simulator:
         cl = self.cl
         alloc = self.allocs.pop(row)
         give(live_view(cl), alloc)
+        self._version += 1
         cl.jobs_on[alloc.nodes] -= 1
         keep = cl.run_job != row
         cl.run_node, cl.run_gpus, cl.run_cpus = cl.run_node[keep], cl.run_gpus[keep], cl.run_cpus[keep]
@@ -233,21 +244,14 @@ class Simulator:
             out[sel] = enough >= sh.k[rows]
         return out
 
-    def _reserve(self, head: int) -> Reservation:
+    def _reserve(self, head: int, log: bool = True) -> Reservation:
         """Earliest time the head fits, releasing running jobs in order of requested end time."""
         cl, sh = self.cl, self.shapes
         self.stats["reservations"] += 1
         allowed = self.hints.get(head)
-        free0 = FreeView(cl.gpus_free.copy(), cl.cpus_free.copy(), cl.mem_free.copy())
 
         def fits_with(k: int) -> tuple[bool, FreeView]:
-            rows = order[:k]
-            n = cl.n_nodes
-            fv = FreeView(
-                free0.gpus + np.bincount(cl.run_node[rows], cl.run_gpus[rows], n).astype(np.int64),
-                free0.cpus + np.bincount(cl.run_node[rows], cl.run_cpus[rows], n).astype(np.int64),
-                free0.mem + np.bincount(cl.run_node[rows], cl.run_mem[rows], n).astype(np.int64),
-            )
+            fv = self._released(order[:k])
             if allowed is not None:
                 return allocate(cl, self.elig, sh, head, int(self.table.gpus[head]), PlacementKind.PACK, fv,
                                 self._mask(allowed)) is not None, fv
@@ -272,9 +276,77 @@ class Simulator:
             at = float(ends[lo - 1])
             k = int(np.searchsorted(ends, at, side="right"))  # everything ending by then is gone
             res = Reservation(head, at, fits_with(k)[1])
-        if self.config.record:
+        if self.config.record and log:
             self.reservation_log.append((head, self.now, res.at))
         return res
+
+    def _released(self, rows: I64) -> FreeView:
+        """Free resources once the running entries ``rows`` (indices into ``cl.run_*``) have ended."""
+        cl, n = self.cl, self.cl.n_nodes
+        return FreeView(
+            cl.gpus_free + np.bincount(cl.run_node[rows], cl.run_gpus[rows], n).astype(np.int64),
+            cl.cpus_free + np.bincount(cl.run_node[rows], cl.run_cpus[rows], n).astype(np.int64),
+            cl.mem_free + np.bincount(cl.run_node[rows], cl.run_mem[rows], n).astype(np.int64),
+        )
+
+    def _reserve_after(self, head: int, prior: list[Reservation]) -> Reservation:
+        """Earliest time ``head`` fits for its whole requested time, given running jobs' requested ends
+        *and* the reservations made before it in this pass (``bf_reservations`` > 1, as Slurm's backfill
+        reserves for every job it tests). Free resources only grow as running jobs end and shrink where
+        an earlier reservation starts, so a start ``t`` is tested against the per-node minimum over ``t``
+        and the earlier reservations' starts inside the job's time; the candidates are running jobs' and
+        earlier reservations' ends, from the first time it would fit with no reservation at all.
+
+        Only the pass's first reservation keeps EASY's promise (backfill never delays it; the one logged
+        when recording): later ones are plans that can move when an earlier one is re-made, as in Slurm."""
+        key = (self._version, head, tuple((r.head, r.at) for r in prior))
+        if key in self._res_cache:
+            self.stats["reservations"] += 1
+            return self._res_cache[key]
+        if self._res_cache and next(iter(self._res_cache))[0] != self._version:
+            self._res_cache.clear()
+        res = self._plan_reservation(head, prior)
+        if not (res.at <= self.now):  # a start "now" moves with the clock: not kept
+            self._res_cache[key] = res
+        return res
+
+    def _plan_reservation(self, head: int, prior: list[Reservation]) -> Reservation:
+        first = self._reserve(head, log=not prior)
+        if first.free is None:
+            return first
+        dur = float(self.limit[head])
+        mask = self._mask(self.hints[head]) if head in self.hints else None
+        gpus = int(self.table.gpus[head])
+        live = [r for r in prior if r.alloc is not None and r.until > first.at]
+        cl = self.cl
+        order = np.argsort(cl.run_end, kind="stable")
+        ends = cl.run_end[order]
+
+        seen: dict[float, FreeView] = {}
+
+        def free_at(p: float) -> FreeView:
+            if p not in seen:
+                fv = self._released(order[: int(np.searchsorted(ends, p, side="right"))])
+                for r in live:
+                    if r.at <= p < r.until:
+                        assert r.alloc is not None
+                        take(fv, r.alloc)
+                seen[p] = fv
+            return seen[p]
+
+        cands = np.unique(np.concatenate([[first.at], ends[ends > first.at],
+                                          [r.until for r in live if r.until > first.at]]))
+        for t in (float(c) for c in cands):
+            view = free_at(t)
+            for r in live:
+                if t < r.at < t + dur:
+                    later = free_at(r.at)
+                    view = FreeView(np.minimum(view.gpus, later.gpus), np.minimum(view.cpus, later.cpus),
+                                    np.minimum(view.mem, later.mem))
+            alloc = allocate(cl, self.elig, self.shapes, head, gpus, PlacementKind.PACK, view, mask)
+            if alloc is not None:
+                return Reservation(head, t, view, t + dur, alloc)
+        return Reservation(head, math.inf, None)  # not reached: after every end the first view is back
 
     def _mask(self, nodes: I64) -> np.ndarray[Any, np.dtype[np.bool_]]:
         m = np.zeros(self.cl.n_nodes, dtype=np.bool_)
@@ -303,15 +375,18 @@ class Simulator:
 
     def _windows(self, order: I64, maybe: np.ndarray[Any, np.dtype[np.bool_]]) -> I64:
         """Positions a pass visits: every possible start up to each partition's first blocked job (its
-        head), the head itself, and at most ``bf_max_job_test`` positions of that partition after it."""
+        head), the head itself, and at most ``bf_max_job_test`` positions of that partition after it,
+        of which the ones that cannot start (``maybe`` false) only while they can still get one of the
+        partition's ``bf_reservations``."""
         depth = self.config.bf_max_job_test if self.config.backfill else 0
+        cap = max(1, self.config.bf_reservations)
         if self._one_partition:
             blocked = np.flatnonzero(~maybe)
             if not len(blocked):
                 return np.arange(len(order))
             b = int(blocked[0])
             vis = np.flatnonzero(maybe[: b + 1 + depth])
-            return np.union1d(vis, [b]).astype(np.int64)
+            return np.union1d(vis, blocked[blocked < b + 1 + depth][:cap]).astype(np.int64)
         part = self.table.partition[order]
         keep = np.zeros(len(order), dtype=np.bool_)
         for pt in np.unique(part):
@@ -324,7 +399,7 @@ class Simulator:
             b = int(nb[0])
             window = idx[: b + 1 + depth]
             keep[window[mb[: b + 1 + depth]]] = True
-            keep[idx[b]] = True
+            keep[idx[nb[nb < b + 1 + depth][:cap]]] = True
         return np.flatnonzero(keep)
 
     def schedule_pass(self) -> Generator[I64, I64, None]:
@@ -346,7 +421,18 @@ class Simulator:
         rows_v = order[vis]
         maybe_v = maybe_all[vis]
         part_v = self.table.partition[rows_v]
-        heads: dict[int, Reservation | None] = {}  # partition -> reservation (None until needed)
+        # Jobs that could not start and hold a reservation, in priority order (None until needed): the
+        # first ``bf_reservations`` of each partition (1: EASY, its head only).
+        blocked: dict[int, Reservation | None] = {}
+        per_part: dict[int, int] = {}
+        cap = max(1, self.config.bf_reservations)
+
+        def block(k: int) -> None:
+            p = int(part_v[k])
+            if per_part.get(p, 0) < cap:
+                blocked[int(rows_v[k])] = None
+                per_part[p] = per_part.get(p, 0) + 1
+
         # Jobs of one shape meet the same cluster state until something starts, so a shape that found no
         # allocation, or whose allocation would delay a head, fails again for any job ending no earlier.
         # ``failed[shape]`` is the smallest such end since the last start: exact, only cheaper. It is off
@@ -360,9 +446,11 @@ class Simulator:
         while i < nv:
             if memo and maybe_v[i] and not free_form[i] and lim[i] >= failed[shp[i]]:
                 skip = maybe_v[i:] & ~free_form[i:] & (lim[i:] >= failed[shp[i:]])
-                if skip.all():
-                    break
-                i += int(np.argmin(skip))
+                n_skip = len(skip) if skip.all() else int(np.argmin(skip))
+                if cap > 1:  # skipped jobs were tested and failed: they hold reservations too
+                    for k in range(i, i + n_skip):
+                        block(k)
+                i += n_skip
                 continue
             row = int(rows_v[i])
             pt = int(part_v[i])
@@ -375,29 +463,30 @@ class Simulator:
                 alloc = allocate(self.cl, self.elig, self.shapes, row, gpus, kind, allowed=mask)
                 if alloc is None and hint is None and (kind is PlacementKind.SPREAD or allowed is not None):
                     alloc = allocate(self.cl, self.elig, self.shapes, row, gpus)  # preference unmet: default
-            if alloc is not None:
-                reservations = [self._materialize(heads, q) for q in heads]
-                if self._respects(row, alloc, reservations):
-                    if pt in heads:
-                        self.stats["backfilled"] += 1
-                    self._start(row, alloc)
-                    failed.fill(np.inf)
-                    i += 1
-                    continue
+            if alloc is not None and self._respects(row, alloc, self._materialize(blocked, cap)):
+                if pt in per_part:
+                    self.stats["backfilled"] += 1
+                self._start(row, alloc)
+                failed.fill(np.inf)
+                i += 1
+                continue
             if maybe_v[i] and not free_form[i]:
                 end = float(lim[i]) if alloc is not None else 0.0
                 failed[shp[i]] = min(failed[shp[i]], end)
-            if pt not in heads:
-                heads[pt] = None
-                self._head_rows[pt] = row
+            block(i)
             i += 1
 
-    def _materialize(self, heads: dict[int, Reservation | None], pt: int) -> Reservation:
-        res = heads[pt]
-        if res is None:
-            res = self._reserve(self._head_rows[pt])
-            heads[pt] = res
-        return res
+    def _materialize(self, blocked: dict[int, Reservation | None], cap: int) -> list[Reservation]:
+        """Every blocked job's reservation, made on first need in priority order (with ``cap`` 1 each
+        partition's head is reserved on its own, as EASY backfill does)."""
+        out: list[Reservation] = []
+        for row, made in blocked.items():
+            res = made
+            if res is None:
+                res = self._reserve(row) if cap == 1 else self._reserve_after(row, out)
+                blocked[row] = res
+            out.append(res)
+        return out
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> SimResult:
