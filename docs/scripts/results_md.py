@@ -753,6 +753,45 @@ def testbed_fresh() -> None:
     print()
 
 
+def backfill_reservations() -> None:
+    """Slurm-like reservations for every tested job (``--bf-reservations 500``) against EASY (1) on 30
+    testbed training-split windows; rule: docs/results/backfill-reservations/RULE.md."""
+    from rltune_daemon.evaluate.paired import load_side, overall, paired_diffs
+
+    run = "backfill-reservations/train-testbed-r{r}"
+    easy, slurm = load(run.format(r=1)), load(run.format(r=500))
+    if not easy or not slurm:
+        return
+    print("## Reservations for every blocked job, as Slurm's backfill (testbed, training-split windows)\n")
+    print("EASY backfill (`--bf-reservations 1`, what every other table uses: one reservation per partition, "
+          "its head) against Slurm's `sched/backfill` (`--bf-reservations 500`: every job it tests gets a "
+          "reservation, so no later job may delay any of them), the same 30 windows × 1024 jobs from the "
+          "testbed's training part (seed 0). Rule, written before the runs: "
+          "[RULE.md](results/backfill-reservations/RULE.md). Commands: "
+          f"`{easy['config']['command']}`; `{slurm['config']['command']}`\n")
+    print("| policy | BSLD: EASY | Slurm-like | wait (s): EASY | Slurm-like | Slurm-like − EASY: BSLD, wait "
+          "(± SE) | verdict | max wait (days): EASY | Slurm-like |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for spec, m1 in easy["policies"].items():
+        m5 = slurm["policies"][spec]
+        diffs = paired_diffs(*(load_side(str(ROOT / f"{run.format(r=r)}#{spec}")) for r in (500, 1)))
+        print(f"| `{spec}` | {m1['bsld']:.2f} | {m5['bsld']:.2f} | {m1['wait_mean']:.0f} | "
+              f"{m5['wait_mean']:.0f} | {diff_cells(diffs)} | {overall(diffs)} | "
+              f"{m1['wait_max'] / 86400:.1f} | {m5['wait_max'] / 86400:.1f} |")
+    print()
+    model = next(k for k in easy["policies"] if k.startswith("rltune:"))
+    print(f"`{model}` against multifactor and FCFS under each backfill (A − B ± SE, same windows):\n")
+    print("| backfill | against multifactor: BSLD, wait | verdict | against FCFS: BSLD, wait | verdict |")
+    print("|---|---|---|---|---|")
+    for r, label in ((1, "EASY"), (500, "Slurm-like")):
+        cells = []
+        for ref in ("multifactor", "fcfs"):
+            diffs = paired_diffs(*(load_side(str(ROOT / f"{run.format(r=r)}#{p}")) for p in (model, ref)))
+            cells += [diff_cells(diffs), overall(diffs)]
+        print(f"| {label} | {' | '.join(cells)} |")
+    print()
+
+
 def diff_cells(diffs: list[PairedDiff]) -> str:
     """`rltune compare`'s paired differences as a table cell: "A − B ± SE" per metric."""
     return ", ".join(f"{d.diff:+.3f} ± {d.se:.3f}" if d.metric == "bsld" else f"{d.diff:+.0f} ± {d.se:.0f} s"
@@ -877,6 +916,7 @@ def main() -> int:
     helios_recent()
     helios_fresh()
     testbed_fresh()
+    backfill_reservations()
     variant_table("MILP vs greedy placement (philly, the same learned actor)", "", ("mode", "placement"),
                   [("philly-event", "event", "MILP"), ("philly-greedy-event", "event", "greedy"),
                    ("philly-noguard", "daemon, guard off", "MILP"),

@@ -164,6 +164,12 @@ def test_bench_sim_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert rc == 0
     data = json.loads(capsys.readouterr().out)
     assert data["jobs"] == 1024 and data["best_seconds"] > 0 and data["stats"]["started"] == 1024
+    assert data["bf_reservations"] == 1
+    assert main(["bench", "sim", "--trace", "testbed", "--policy", "fcfs", "--bf-reservations", "4"]) == 0
+    more = json.loads(capsys.readouterr().out)
+    assert more["bf_reservations"] == 4 and more["stats"]["reservations"] > data["stats"]["reservations"]
+    assert main(["bench", "sim", "--trace", "testbed", "--bf-reservations", "0"]) == 2
+    assert "--bf-reservations 0" in capsys.readouterr().err
 
 
 def test_daemon_spec_runs_a_baseline_through_the_planner() -> None:

@@ -18,6 +18,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_load_args(s, positional=False)
     s.add_argument("--policy", default="fcfs")
     s.add_argument("--repeat", type=int, default=1, help="runs; the JSON reports each and the best")
+    s.add_argument("--bf-reservations", type=int, default=1, metavar="N",
+                   help="blocked jobs per partition the backfill reserves for (1: EASY, the default)")
     s.set_defaults(func=bench_sim)
     from rltune_daemon.cli import bench_decide
 
@@ -32,8 +34,12 @@ def machine() -> dict[str, Any]:
 
 def bench_sim(args: argparse.Namespace) -> int:
     from rltune_daemon.policies import make_policy
-    from rltune_daemon.sim import PolicyController, Simulator
+    from rltune_daemon.errors import UserError
+    from rltune_daemon.sim import PolicyController, SimConfig, Simulator
 
+    if args.bf_reservations < 1:
+        raise UserError(f"--bf-reservations {args.bf_reservations}: must be at least 1 (1: EASY backfill)")
+    config = SimConfig(bf_reservations=args.bf_reservations)
     t0 = time.perf_counter()
     workload = load_from_args(args)
     load_s = time.perf_counter() - t0
@@ -41,7 +47,7 @@ def bench_sim(args: argparse.Namespace) -> int:
     stats: dict[str, Any] = {}
     metrics: dict[str, Any] = {}
     for _ in range(max(args.repeat, 1)):
-        sim = Simulator(workload, PolicyController(make_policy(args.policy)))
+        sim = Simulator(workload, PolicyController(make_policy(args.policy)), config)
         t1 = time.perf_counter()
         res = sim.run()
         runs.append(time.perf_counter() - t1)
@@ -49,6 +55,7 @@ def bench_sim(args: argparse.Namespace) -> int:
     best = min(runs)
     print_json({
         "bench": "sim", "trace": args.trace, "policy": args.policy, "jobs": len(workload.jobs),
+        "bf_reservations": args.bf_reservations,
         "cluster_gpus": workload.cluster.total_gpus, "load_seconds": round(load_s, 3),
         "seconds": [round(r, 3) for r in runs], "best_seconds": round(best, 3),
         "jobs_per_second": round(len(workload.jobs) / best, 1), "stats": stats,
