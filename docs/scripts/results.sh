@@ -11,7 +11,8 @@
 # Philly's: QSSF (run H, the RECENT block). Blocks HELIOS_RECENT=1 and HELIOS_FRESH=1 repeat Helios
 # run I and its choice (the shipped Helios model), TESTBED_FRESH=1 the testbed's T1 and its choice (the
 # shipped testbed model), ABLATION_CEM=1 the naive-input ablation with the shipped Philly recipe,
-# GUARD_REFERENCE=1 the choice of the guard's default reference (multifactor and submit order). The
+# GUARD_REFERENCE=1 the choice of the guard's default reference (multifactor and submit order);
+# BACKFILL_RESERVATIONS=1 the testbed under Slurm-like reservations for every blocked job. The
 # loop's own training command (PPO) is the Alibaba model's; the Philly, Helios and testbed models come
 # from the RECENT, HELIOS_* and TESTBED_FRESH blocks (blocks run before a replacement name
 # models/<trace>-<base> for the model shipped at the time).
@@ -327,6 +328,16 @@ if [ -n "${GUARD_REFERENCE:-}" ]; then
       "$RLTUNE" evaluate --trace "$t" --policies "rltune:$(model_of "$t")" --split train --windows 30 \
         --window-size 1024 --seed 0 --starvation-reference $r --out "docs/results/guard-reference/train-$t-$r"
     done
+  done
+fi
+# Reservations for every blocked job, as Slurm's backfill (BACKFILL_RESERVATIONS=1; rule:
+# docs/results/backfill-reservations/RULE.md): the testbed's policies on 30 training-split windows with EASY
+# backfill (1 reservation per partition) and with 500 (Slurm's bf_max_job_test: every tested job).
+if [ -n "${BACKFILL_RESERVATIONS:-}" ]; then
+  for r in 500 1; do
+    "$RLTUNE" evaluate --trace testbed --split train --windows 30 --window-size 1024 --seed 0 \
+      --policies "fcfs,multifactor,daemon:multifactor,rltune:$(model_of testbed)" --bf-reservations $r \
+      --out "docs/results/backfill-reservations/train-testbed-r$r"
   done
 fi
 # Retraining a shipped model (RETRAIN="helios philly ..."): the same training command into models-new/, then
