@@ -33,8 +33,8 @@ def machine() -> dict[str, Any]:
 
 
 def bench_sim(args: argparse.Namespace) -> int:
-    from rltune_daemon.policies import make_policy
     from rltune_daemon.errors import UserError
+    from rltune_daemon.policies import make_policy
     from rltune_daemon.sim import PolicyController, SimConfig, Simulator
 
     if args.bf_reservations < 1:
