@@ -14,6 +14,8 @@ backfilled only if they cannot delay any head: they end (by their requested time
 reservation, or the head still fits at that time with them in place (EASY backfill; the reservation
 check is done against resources, not fixed nodes). Requested time is never shorter than the true
 runtime, so a head always starts no later than its reservation under a static priority order.
+``SimConfig.bf_reservations`` > 1 reserves for the first N blocked jobs of each partition instead, as
+Slurm's backfill reserves for every job it tests (docs/simulator.md).
 """
 
 from __future__ import annotations
