@@ -62,3 +62,25 @@ def test_unknown_episode_choice_is_refused(tmp_path: Path) -> None:
         train(tiny_args(tmp_path / "m", episodes="busy"))
     with pytest.raises(UserError, match="--screen-episodes must be at least 2"):
         train(tiny_args(tmp_path / "m", episodes="contended", screen_episodes=1))
+
+
+def test_rollouts_use_the_backfill_they_are_told(tmp_path: Path) -> None:
+    """``--bf-reservations`` reaches the base runs the reward compares against (and the rollouts, which
+    share ``sim_config``), is recorded in the manifest, and a bad value is refused before any work."""
+    from rltune_daemon.policies import make_policy
+    from rltune_daemon.sim import SimConfig, simulate
+
+    base = {}
+    for r in (1, 8):
+        args = tiny_args(tmp_path / f"r{r}", episode_jobs=512, bf_reservations=r)
+        assert ppo.sim_config(args) == SimConfig(bf_reservations=r)
+        ppo._worker_init(args)
+        base[r] = ppo._base_metrics(300)["bsld"]
+        direct = simulate(ppo.episode_workload(ppo._W["train"], 300, 512), make_policy("sjf"),
+                          SimConfig(bf_reservations=r))
+        assert base[r] == pytest.approx(direct.metrics["bsld"])
+    assert base[1] != pytest.approx(base[8])
+    manifest = train(tiny_args(tmp_path / "m", bf_reservations=8))
+    assert manifest["bf_reservations"] == 8
+    with pytest.raises(UserError, match="--bf-reservations 0"):
+        train(tiny_args(tmp_path / "bad", bf_reservations=0))

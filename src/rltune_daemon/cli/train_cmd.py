@@ -24,6 +24,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--react", type=float, default=0.0, metavar="SECONDS",
                    help="daemon mode: rollouts also re-plan within SECONDS of a queue change, as the "
                         "daemon's react does (default 0: 60-s cycles only, faster rollouts)")
+    p.add_argument("--bf-reservations", type=int, default=1, metavar="N",
+                   help="blocked jobs per partition the simulator's backfill reserves for in rollouts and "
+                        "the held-out check: 1 (default) EASY, 500 Slurm's sched/backfill (every tested job)")
     p.add_argument("--features", choices=("sampled", "naive"), default="sampled",
                    help="sampled = paper's engineered+sampled features; naive = raw job features (ablation)")
     p.add_argument("--metric", choices=("bsld", "wait", "bsld+wait"), default="bsld+wait")
@@ -95,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--minutes must be positive (or give --max-iterations)")
     targs = TrainArgs(
         trace=args.trace, out=args.out, base=args.base, minutes=args.minutes, seed=args.seed, mode=args.mode,
-        react=args.react,
+        react=args.react, bf_reservations=args.bf_reservations,
         features=args.features, metric=args.metric, estimates=args.estimates, opts=opts,
         workers=args.workers, episodes_per_iter=args.episodes_per_iter, episode_jobs=args.episode_jobs,
         max_iterations=args.max_iterations, heldout_windows=args.heldout_windows, lr=args.lr,

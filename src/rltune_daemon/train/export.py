@@ -57,6 +57,7 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
         "reach": args.reach,  # > 0: a residual model over base_policy (policies.residual)
         "validation_reward_start": start_val,  # residual: the base order's own (iteration 0)
         "episode_jobs": args.episode_jobs,
+        "bf_reservations": args.bf_reservations,  # the simulator's backfill it was trained and measured under
         "hyperparameters": {k: v for k, v in vars(args).items() if k not in {"out", "trace", "opts"}
                             and not isinstance(v, Path)},
     }
@@ -68,7 +69,7 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
         cfg = EvalConfig(trace=args.trace, policies=(args.base, spec), windows=args.heldout_windows,
                          window_size=args.heldout_window_size,
                          seed=args.seed, estimates=args.estimates, mode=args.mode, opts=args.opts,
-                         jobs=args.workers)
+                         jobs=args.workers, bf_reservations=args.bf_reservations)
         res = evaluate(cfg, progress=args.progress)
         manifest["heldout"] = {
             "windows": args.heldout_windows, "window_size": cfg.window_size,

@@ -37,6 +37,7 @@ from tqdm import tqdm
 
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.errors import UserError
+from rltune_daemon.sim.config import SimConfig
 from rltune_daemon.train.credit import gae, metric_key, reward_scale, step_rewards
 from rltune_daemon.train.history import EpisodeHistory
 from rltune_daemon.train.network import Actor, Critic, first_pick_entropy, plackett_luce_logp
@@ -52,6 +53,7 @@ class TrainArgs:
     seed: int = 0
     mode: str = "daemon"  # daemon | event
     react: float = 0.0  # daemon mode: queue-check period (s) in rollouts; 0 = 60-s cycles only (faster)
+    bf_reservations: int = 1  # blocked jobs per partition the simulator's backfill reserves for (1: EASY)
     features: str = "sampled"  # sampled | naive
     metric: str = "bsld+wait"  # bsld | wait | bsld+wait
     estimates: str | None = "user"
@@ -109,6 +111,11 @@ def _worker_init(args: TrainArgs) -> None:
     _W.update(args=args, train=train, base_cache={}, history=EpisodeHistory(train))
 
 
+def sim_config(args: TrainArgs) -> SimConfig:
+    """The simulator every rollout, base run and warm start of a training uses."""
+    return SimConfig(bf_reservations=args.bf_reservations)
+
+
 def episode_workload(train: Workload, start: int, size: int) -> Workload:
     return train.with_jobs(train.jobs[start : start + size], episode_start=start)
 
@@ -133,7 +140,7 @@ def _base_metrics(start: int) -> dict[str, Any]:
     if start not in cache:
         args: TrainArgs = _W["args"]
         cache[start] = simulate(episode_workload(_W["train"], start, args.episode_jobs),
-                                _W["history"].prime(make_policy(args.base), start)).metrics
+                                _W["history"].prime(make_policy(args.base), start), sim_config(args)).metrics
     return cache[start]
 
 
@@ -172,7 +179,7 @@ def _episode(actor: Actor, critic: Critic, start: int, seed: int, deterministic:
                             **_residual(args, start))
     ctl = planner_controller(policy, args.mode, placement=False, react=args.react)
     wl = episode_workload(_W["train"], start, args.episode_jobs)
-    res = Simulator(wl, ctl).run()
+    res = Simulator(wl, ctl, sim_config(args)).run()
     steps = policy.steps
     episode_reward = reward(base, res.metrics, args.metric)
     if args.credit == "step" and steps:
@@ -431,6 +438,8 @@ def _check(args: TrainArgs) -> None:
                         "and beta > 0")
     if args.reach > 0 and args.warm_start_episodes > 0:
         raise UserError("--reach starts from the base policy's exact order: drop --warm-start")
+    if args.bf_reservations < 1:
+        raise UserError(f"--bf-reservations {args.bf_reservations}: must be at least 1 (1: EASY backfill)")
 
 
 def networks(args: TrainArgs) -> tuple[Actor, Critic]:
@@ -568,7 +577,7 @@ def warm_start(actor: Actor, args: TrainArgs, train_wl: Workload,
         rec = ImitationRecorder(hist.prime(make_policy(args.base), int(start)), args.features, args.top_m,
                                 hist.history(int(start)) if args.features == "sampled" else None)
         ctl = planner_controller(rec, args.mode, placement=False, react=args.react)
-        Simulator(episode_workload(train_wl, int(start), args.episode_jobs), ctl).run()
+        Simulator(episode_workload(train_wl, int(start), args.episode_jobs), ctl, sim_config(args)).run()
         samples.extend(rec.samples)
     nll = fit_imitation(actor, samples, args.top_m, seed=args.seed)
     return {"episodes": args.warm_start_episodes, "decisions": len(samples), "nll_per_pick": nll,
