@@ -8,7 +8,7 @@ import platform
 import time
 from typing import Any
 
-from rltune_daemon.cli.common import add_load_args, load_from_args, print_json
+from rltune_daemon.cli.common import add_bf_reservations, add_load_args, load_from_args, print_json
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -18,8 +18,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_load_args(s, positional=False)
     s.add_argument("--policy", default="fcfs")
     s.add_argument("--repeat", type=int, default=1, help="runs; the JSON reports each and the best")
-    s.add_argument("--bf-reservations", type=int, default=1, metavar="N",
-                   help="blocked jobs per partition the backfill reserves for (1: EASY, the default)")
+    add_bf_reservations(s)
     s.set_defaults(func=bench_sim)
     from rltune_daemon.cli import bench_decide
 
@@ -33,13 +32,11 @@ def machine() -> dict[str, Any]:
 
 
 def bench_sim(args: argparse.Namespace) -> int:
-    from rltune_daemon.errors import UserError
     from rltune_daemon.policies import make_policy
     from rltune_daemon.sim import PolicyController, SimConfig, Simulator
+    from rltune_daemon.sim.config import checked_reservations
 
-    if args.bf_reservations < 1:
-        raise UserError(f"--bf-reservations {args.bf_reservations}: must be at least 1 (1: EASY backfill)")
-    config = SimConfig(bf_reservations=args.bf_reservations)
+    config = SimConfig(bf_reservations=checked_reservations(args.bf_reservations))
     t0 = time.perf_counter()
     workload = load_from_args(args)
     load_s = time.perf_counter() - t0

@@ -50,6 +50,14 @@ def load_from_args(args: argparse.Namespace) -> Workload:
     )
 
 
+def add_bf_reservations(p: argparse.ArgumentParser) -> None:
+    """``--bf-reservations``, the simulator's backfill (``SimConfig.bf_reservations``), for every command."""
+    p.add_argument("--bf-reservations", type=int, default=1, metavar="N",
+                   help="how many blocked jobs of each partition the simulator's backfill reserves for in a "
+                        "pass: 1 (default) is EASY backfill, the head only, as every published number; "
+                        "Slurm's sched/backfill reserves for every job it tests (bf_max_job_test, 500)")
+
+
 def add_load_args(p: argparse.ArgumentParser, positional: bool = True) -> None:
     """Options that say which workload to load; ``positional`` False makes the trace ``--trace``."""
     what = "trace name (see 'rltune trace list') or a .swf / sacct -P / CSV file"

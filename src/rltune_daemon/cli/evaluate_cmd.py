@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from rltune_daemon.cli.common import parse_opts
+from rltune_daemon.cli.common import add_bf_reservations, parse_opts
 from rltune_daemon.evaluate.report import markdown_table, write_results
 from rltune_daemon.evaluate.runner import EvalConfig, evaluate
 from rltune_daemon.evaluate.windows import PARTS
@@ -22,6 +22,7 @@ from rltune_daemon.planner.config import (
     STARVATION_STRETCH_MAX,
 )
 from rltune_daemon.policies import BASELINES
+from rltune_daemon.sim.config import checked_reservations
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -71,10 +72,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "training part, the training part's own tail (temporal validation), or the training "
                         "part's last windows x window-size jobs as disjoint windows (train-recent): the last "
                         "three choose settings and models without touching the held-out windows")
-    p.add_argument("--bf-reservations", type=int, default=1, metavar="N",
-                   help="how many blocked jobs of each partition the simulator's backfill reserves for in a "
-                        "pass: 1 (default) is EASY backfill, the head only, as every published number; "
-                        "Slurm's sched/backfill reserves for every job it tests (bf_max_job_test, 500)")
+    add_bf_reservations(p)
     p.add_argument("--out", type=Path, default=None, help="directory for results.json/.md and plots")
     p.set_defaults(func=run)
 
@@ -95,9 +93,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.starvation_stretch <= STARVATION_STRETCH_MAX:
         raise UserError(f"--starvation-stretch {args.starvation_stretch:g}: must be 0 (off) or a positive "
                         f"factor of at most {STARVATION_STRETCH_MAX:g}, as in the daemon's config")
-    if args.bf_reservations < 1:
-        raise UserError(f"--bf-reservations {args.bf_reservations}: must be at least 1 (1: EASY backfill, "
-                        "the head job only)")
+    checked_reservations(args.bf_reservations)
     if not args.react >= 0:
         raise UserError(f"--react {args.react:g}: must be 0 (off) or a positive number of seconds")
     cfg = EvalConfig(trace=args.trace, policies=policies, windows=args.windows, window_size=args.window_size,

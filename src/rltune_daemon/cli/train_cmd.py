@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rltune_daemon.cli.common import parse_opts, print_json
+from rltune_daemon.cli.common import add_bf_reservations, parse_opts, print_json
 from rltune_daemon.errors import UserError
 from rltune_daemon.policies import BASELINES
 
@@ -24,9 +24,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--react", type=float, default=0.0, metavar="SECONDS",
                    help="daemon mode: rollouts also re-plan within SECONDS of a queue change, as the "
                         "daemon's react does (default 0: 60-s cycles only, faster rollouts)")
-    p.add_argument("--bf-reservations", type=int, default=1, metavar="N",
-                   help="blocked jobs per partition the simulator's backfill reserves for in rollouts and "
-                        "the held-out check: 1 (default) EASY, 500 Slurm's sched/backfill (every tested job)")
+    add_bf_reservations(p)
     p.add_argument("--features", choices=("sampled", "naive"), default="sampled",
                    help="sampled = paper's engineered+sampled features; naive = raw job features (ablation)")
     p.add_argument("--metric", choices=("bsld", "wait", "bsld+wait"), default="bsld+wait")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rltune_daemon.errors import UserError
+
 
 @dataclass(frozen=True)
 class EffectsConfig:
@@ -42,3 +44,10 @@ class SimConfig:
     bf_max_job_test: int = 500
     bf_reservations: int = 1
     record: bool = False
+
+
+def checked_reservations(n: int) -> int:
+    """``n`` as ``bf_reservations``, or the one-line error every command gives for a bad value."""
+    if n < 1:
+        raise UserError(f"--bf-reservations {n}: must be at least 1 (1: EASY backfill, the head job only)")
+    return n

@@ -37,7 +37,7 @@ from tqdm import tqdm
 
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.errors import UserError
-from rltune_daemon.sim.config import SimConfig
+from rltune_daemon.sim.config import SimConfig, checked_reservations
 from rltune_daemon.train.credit import gae, metric_key, reward_scale, step_rewards
 from rltune_daemon.train.history import EpisodeHistory
 from rltune_daemon.train.network import Actor, Critic, first_pick_entropy, plackett_luce_logp
@@ -438,8 +438,7 @@ def _check(args: TrainArgs) -> None:
                         "and beta > 0")
     if args.reach > 0 and args.warm_start_episodes > 0:
         raise UserError("--reach starts from the base policy's exact order: drop --warm-start")
-    if args.bf_reservations < 1:
-        raise UserError(f"--bf-reservations {args.bf_reservations}: must be at least 1 (1: EASY backfill)")
+    checked_reservations(args.bf_reservations)
 
 
 def networks(args: TrainArgs) -> tuple[Actor, Critic]:
