@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from rltune_daemon.domain.arrays import JobTable
 from rltune_daemon.domain.plan import Placement, PlacementKind
+from rltune_daemon.planner.config import GuardReference
 from rltune_daemon.slurm.formats import short_duration
 
 
 def describe(table: JobTable, row: int, now: float, policy: str, pos: int, base_pos: int, guarded: bool,
-             placement: Placement, starts_now: bool, reference: str) -> str:
+             placement: Placement, starts_now: bool, reference: GuardReference) -> str:
     """E.g. ``up 5 (sjf): short (20m asked), 1 GPU, waited 2.0h; starts now on p100-1 (spread)``."""
     parts: list[str] = []
     if guarded and reference == "priority":
