@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from rltune_daemon.cli.common import parse_opts
 from rltune_daemon.evaluate.runner import _STATE, EvalConfig, _init, _run
 
 SHAPES = ("1 GPU", "2 GPUs", "3+ GPUs, one node", "several nodes")
@@ -44,7 +45,7 @@ def main() -> None:
     a = ap.parse_args()
     policies = tuple(a.policies.split(","))
     cfg = EvalConfig(trace=a.trace, policies=policies, windows=a.windows, window_size=a.window_size,
-                     seed=a.seed, split=a.split, opts=dict(o.split("=", 1) for o in a.opt))
+                     seed=a.seed, split=a.split, opts=parse_opts(a.opt))
     tasks = [(p, k) for p in policies for k in range(a.windows)]
     with multiprocessing.get_context("spawn").Pool(initializer=_init, initargs=(cfg,)) as pool:
         out = pool.map(run, tasks)
