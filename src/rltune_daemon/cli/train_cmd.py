@@ -39,6 +39,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--warm-start", type=int, default=0, metavar="EPISODES",
                    help="first imitate the base policy's ranking on this many episodes (0: random init)")
+    p.add_argument("--init", type=Path, default=None, metavar="MODEL",
+                   help="start from this trained model's weights instead of a random or imitated actor: "
+                        "fine-tune a shipped model on your trace or backfill (its layers and inputs must "
+                        "match this run's; iteration 0 is the model itself)")
     p.add_argument("--reach", type=float, default=0.0, metavar="R",
                    help="residual model: the actor only corrects the base policy's order, each job by fewer "
                         "than R places; it starts as the base policy exactly (0: the actor ranks on its own)")
@@ -100,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
         features=args.features, metric=args.metric, estimates=args.estimates, opts=opts,
         workers=args.workers, episodes_per_iter=args.episodes_per_iter, episode_jobs=args.episode_jobs,
         max_iterations=args.max_iterations, heldout_windows=args.heldout_windows, lr=args.lr,
-        warm_start_episodes=args.warm_start, credit=args.credit, reach=args.reach, reach_beta=args.reach_beta,
+        warm_start_episodes=args.warm_start, init=args.init, credit=args.credit, reach=args.reach,
+        reach_beta=args.reach_beta,
         episodes=args.episodes, screen_episodes=args.screen_episodes, validation=args.validation,
         algo=args.algo, hidden=(0 if args.algo == "cem" else 64) if args.hidden is None else args.hidden,
         cem_population=args.cem_population, cem_episodes=args.cem_episodes, cem_elite=args.cem_elite,

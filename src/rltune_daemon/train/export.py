@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[str, Any]],
                  best: dict[str, Any], warm_start: dict[str, float] | None = None,
-                 start_val: float | None = None) -> dict[str, Any]:
+                 start_val: float | None = None, init: dict[str, Any] | None = None) -> dict[str, Any]:
     from rltune_daemon import features
     from rltune_daemon.evaluate.runner import EvalConfig, evaluate
     from rltune_daemon.features import naive
@@ -54,8 +54,9 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
         "validation_reward": None if best.get("val_reward", -math.inf) == -math.inf else best["val_reward"],
         "reward_metric": args.metric,
         "warm_start": warm_start or None,
+        "init": init,  # --init: the model this one was fine-tuned from (path, actor hash, its run)
         "reach": args.reach,  # > 0: a residual model over base_policy (policies.residual)
-        "validation_reward_start": start_val,  # residual: the base order's own (iteration 0)
+        "validation_reward_start": start_val,  # iteration 0: a residual run's base order, --init's model
         "episode_jobs": args.episode_jobs,
         "bf_reservations": args.bf_reservations,  # the simulator's backfill it was trained and measured under
         "hyperparameters": {k: v for k, v in vars(args).items() if k not in {"out", "trace", "opts"}
@@ -95,8 +96,10 @@ def linear_weights(actor: Actor, mode: str) -> dict[str, float]:
 
 
 def plot_curve(rows: list[dict[str, Any]], path: Path, title: str, start_val: float | None = None,
-               reward_label: str = "training reward (sampled)") -> None:
-    """Rewards and BSLD per iteration; ``start_val`` (a residual run's base order) is drawn at 0."""
+               reward_label: str = "training reward (sampled)",
+               start_label: str = "the base order (iteration 0)") -> None:
+    """Rewards and BSLD per iteration; ``start_val`` (a residual run's base order, a fine-tuning's
+    starting model) is drawn at 0."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -113,7 +116,7 @@ def plot_curve(rows: list[dict[str, Any]], path: Path, title: str, start_val: fl
     if val:
         ax1.plot(*zip(*val, strict=True), marker="o", label="validation reward (deterministic)")
     if start_val is not None:
-        ax1.plot([0], [start_val], marker="s", color="black", ls="", label="the base order (iteration 0)")
+        ax1.plot([0], [start_val], marker="s", color="black", ls="", label=start_label)
     ax1.axhline(0.0, color="grey", lw=0.8)
     ax1.set_ylabel("normalised gap to base\n(> 0: better than base)")
     ax1.legend(fontsize=8)

@@ -85,6 +85,7 @@ class TrainArgs:
     heldout_windows: int = 10
     heldout_window_size: int = 1024
     warm_start_episodes: int = 0  # >0: imitate the base policy on that many episodes before PPO
+    init: Path | None = None  # start from this trained model's actor (fine-tuning; train.init_model)
     reach: float = 0.0  # >0: residual actor, corrects the base order by < reach places (policies.residual)
     reach_beta: float = 2.0  # residual actor: sampling temperature (logits = beta * key)
     episodes: str = "all"  # all | contended: train and validate only on windows that queue (see below)
@@ -340,6 +341,7 @@ class Session:
     bar: Any
     best: dict[str, Any] = field(default_factory=lambda: {"val_reward": -math.inf})
     start_val: float | None = None  # residual: the validation reward of the base order (iteration 0)
+    init: dict[str, Any] | None = None  # --init: the model the run started from (manifest "init")
     rows: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -378,13 +380,18 @@ class Session:
         """Mean reward of the deterministic actor on the fixed validation windows."""
         return float(np.mean([ep["reward"] for ep in self.spread(actor, self.val_jobs, deterministic=True)]))
 
+    @property
+    def start_label(self) -> str:
+        return "the starting model" if self.args.init is not None else "the base order"
+
     def start_from_base(self) -> None:
-        """A residual run's iteration 0: the base order itself is a candidate, kept when nothing beat it."""
-        if self.args.reach <= 0:
+        """Iteration 0 of a residual run (the base order itself) or of a fine-tuning (``--init``: the model
+        it starts from): a candidate, kept when nothing beat it, so neither exports worse than its start."""
+        if self.args.reach <= 0 and self.args.init is None:
             return
         self.start_val = self.consider(0, _state(self.actor))
         if not self.args.progress:
-            print(f"iter 0 val {self.start_val:+.3f} (the base order)", flush=True)
+            print(f"iter 0 val {self.start_val:+.3f} ({self.start_label})", flush=True)
 
     def consider(self, it: int, actor: dict[str, torch.Tensor]) -> float:
         """Validate iteration ``it``'s actor and keep it if it beats the best so far; its reward."""
@@ -418,8 +425,10 @@ class Session:
         train_minutes = self.elapsed / 60.0
         _write_csv(args.out / "training.csv", self.rows)
         title = f"{args.trace}: RLTune vs {args.base} ({args.mode} mode, {args.algo})"
-        plot_curve(self.rows, args.out / "training_curve.png", title, self.start_val, reward_label)
-        return export_model(self.actor, args, train_minutes, self.rows, self.best, self.warm, self.start_val)
+        plot_curve(self.rows, args.out / "training_curve.png", title, self.start_val, reward_label,
+                   f"{self.start_label} (iteration 0)")
+        return export_model(self.actor, args, train_minutes, self.rows, self.best, self.warm, self.start_val,
+                            self.init)
 
 
 def _check(args: TrainArgs) -> None:
@@ -438,6 +447,8 @@ def _check(args: TrainArgs) -> None:
                         "and beta > 0")
     if args.reach > 0 and args.warm_start_episodes > 0:
         raise UserError("--reach starts from the base policy's exact order: drop --warm-start")
+    if args.init is not None and args.warm_start_episodes > 0:
+        raise UserError(f"--init {args.init} starts from that model's weights: drop --warm-start")
     checked_reservations(args.bf_reservations)
 
 
@@ -455,15 +466,20 @@ def open_session(args: TrainArgs) -> Session:
     torch.manual_seed(args.seed)
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     _check(args)
-    _worker_init(args)  # also validates the trace in the main process
-    train_wl: Workload = _W["train"]
-    n_starts, val_span = _episode_spans(train_wl, args)
     actor, critic = networks(args)
-    if args.reach > 0:  # correction 0 everywhere: the base policy's order exactly
+    init = None
+    if args.init is not None:  # checked before the trace loads: a wrong model is one line, at once
+        from rltune_daemon.train.init_model import load_initial_actor
+
+        init = load_initial_actor(actor, args)
+    elif args.reach > 0:  # correction 0 everywhere: the base policy's order exactly
         last = actor.net[-1]
         assert isinstance(last, torch.nn.Linear)
         torch.nn.init.zeros_(last.weight)
         torch.nn.init.zeros_(last.bias)
+    _worker_init(args)  # also validates the trace in the main process
+    train_wl: Workload = _W["train"]
+    n_starts, val_span = _episode_spans(train_wl, args)
     workers = args.workers or os.cpu_count() or 1
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "checkpoints").mkdir(exist_ok=True)
@@ -481,7 +497,7 @@ def open_session(args: TrainArgs) -> Session:
                       for x in part]
             pool_starts = contended_starts(cand, scores, args.contended_share)
         session = Session(args, actor, critic, t_start, rng, workers, pool, pool_starts, n_starts, [], {},
-                          None)
+                          None, init=init)
         if args.warm_start_episodes > 0:
             session.warm = warm_start(actor, args, train_wl, session.draw(rng, args.warm_start_episodes))
         val_rng = np.random.default_rng(args.seed + 7919)
