@@ -12,7 +12,8 @@
 # run I and its choice (the shipped Helios model), TESTBED_FRESH=1 the testbed's T1 and its choice (the
 # shipped testbed model), ABLATION_CEM=1 the naive-input ablation with the shipped Philly recipe,
 # GUARD_REFERENCE=1 the choice of the guard's default reference (multifactor and submit order);
-# BACKFILL_RESERVATIONS=1 the testbed under Slurm-like reservations for every blocked job. The
+# BACKFILL_RESERVATIONS=1 the testbed under Slurm-like reservations for every blocked job,
+# TESTBED_BF500=1 the testbed model fine-tuned under them (`rltune train --init`). The
 # loop's own training command (PPO) is the Alibaba model's; the Philly, Helios and testbed models come
 # from the RECENT, HELIOS_* and TESTBED_FRESH blocks (blocks run before a replacement name
 # models/<trace>-<base> for the model shipped at the time).
@@ -339,6 +340,19 @@ if [ -n "${BACKFILL_RESERVATIONS:-}" ]; then
       --policies "fcfs,multifactor,daemon:multifactor,rltune:$(model_of testbed)" --bf-reservations $r \
       --out "docs/results/backfill-reservations/train-testbed-r$r"
   done
+fi
+# T1 fine-tuned under Slurm-like reservations (TESTBED_BF500=1; rule: docs/results/testbed-bf500/RULE.md),
+# judged against T1 on 40 windows of a fresh testbed trace (seed 4) under both backfills. T1 is named as
+# models/testbed-multifactor (shipped at the time; the same actor as docs/results/testbed-fresh/model-t1).
+if [ -n "${TESTBED_BF500:-}" ]; then
+  "$RLTUNE" train --trace testbed --base multifactor --algo cem --init docs/results/testbed-fresh/model-t1 \
+    --episodes contended --episode-jobs 1024 --cem-sigma 0.25 --bf-reservations 500 --minutes 30 --seed 0 \
+    --heldout-windows 0 --out docs/results/testbed-bf500/model
+  fresh=(--trace testbed --opt jobs=100000 --seed 4 --split train-recent --windows 40 --window-size 1024)
+  "$RLTUNE" evaluate "${fresh[@]}" --bf-reservations 500 --out docs/results/testbed-bf500/r500 \
+    --policies multifactor,rltune:models/testbed-multifactor,rltune:docs/results/testbed-bf500/model
+  "$RLTUNE" evaluate "${fresh[@]}" --out docs/results/testbed-bf500/easy \
+    --policies fcfs,multifactor,rltune:models/testbed-multifactor,rltune:docs/results/testbed-bf500/model
 fi
 # Retraining a shipped model (RETRAIN="helios philly ..."): the same training command into models-new/, then
 # judged against the shipped model on 30 training-split windows (the shipped one's run is
