@@ -424,7 +424,7 @@ class Session:
             self.actor.load_state_dict(self.best["actor"])
         train_minutes = self.elapsed / 60.0
         _write_csv(args.out / "training.csv", self.rows)
-        backfill = "" if args.bf_reservations == 1 else f", backfill reserves for {args.bf_reservations}"
+        backfill = "" if args.bf_reservations == 1 else f", {args.bf_reservations} reservations"
         title = f"{args.trace}: RLTune vs {args.base} ({args.mode} mode, {args.algo}{backfill})"
         plot_curve(self.rows, args.out / "training_curve.png", title, self.start_val, reward_label,
                    f"{self.start_label} (iteration 0)")
