@@ -78,6 +78,11 @@ def wait_max(m: dict) -> str:  # type: ignore[type-arg]
     return f"{m['wait_max']:.0f}" if "wait_max" in m else "n/a"
 
 
+def bsld_wait(m: dict | None) -> tuple[str, str]:  # type: ignore[type-arg]
+    """A policy's mean BSLD and wait as table cells; "-" for a policy the run did not measure."""
+    return (f"{m['bsld']:.2f}", f"{m['wait_mean']:.0f}") if m else ("-", "-")
+
+
 def pct(new: float, old: float) -> str:
     return f"{(new - old) / old * 100:+.1f} %" if old else "n/a"
 
@@ -446,7 +451,7 @@ def qssf_history() -> None:
     print("|---|---|---|---|---|")
     for name, m in tail["policies"].items():
         h = held["policies"].get(name)
-        hb, hw = (f"{h['bsld']:.2f}", f"{h['wait_mean']:.0f}") if h else ("-", "-")
+        hb, hw = bsld_wait(h)
         print(f"| `{name}` | {m['bsld']:.2f} | {m['wait_mean']:.0f} | {hb} | {hw} |")
     print()
 
@@ -475,7 +480,7 @@ def history_input() -> None:
             if (only and name != only) or name.startswith("rltune:/tmp"):
                 continue
             h = (held or {}).get("policies", {}).get(name)
-            hb, hw = (f"{h['bsld']:.2f}", f"{h['wait_mean']:.0f}") if h else ("-", "-")
+            hb, hw = bsld_wait(h)
             label = f"`{name}`" + (EARLIER if earlier(res) and name.startswith("rltune:models/") else "")
             print(f"| {label} | {m['bsld']:.2f} | {m['wait_mean']:.0f} | {hb} | {hw} |")
     print()
@@ -822,11 +827,9 @@ def testbed_bf500() -> None:
           f"`{easy['config']['command']}`\n")
     print("| policy | BSLD: EASY | Slurm-like | wait (s): EASY | Slurm-like |")
     print("|---|---|---|---|---|")
+    label = {t1: "T1 (`models/testbed-multifactor` when measured)", tuned: "T1 fine-tuned under Slurm-like"}
     for spec, m1 in easy["policies"].items():
-        m5 = slurm["policies"].get(spec)
-        b5, w5 = (f"{m5['bsld']:.2f}", f"{m5['wait_mean']:.0f}") if m5 else ("-", "-")
-        label = {t1: "T1 (`models/testbed-multifactor` when measured)",
-                 tuned: "T1 fine-tuned under Slurm-like"}
+        b5, w5 = bsld_wait(slurm["policies"].get(spec))
         print(f"| {label.get(spec, f'`{spec}`')} | {m1['bsld']:.2f} | {b5} | {m1['wait_mean']:.0f} | {w5} |")
     print()
     print("A − B ± SE over the same 40 windows (`rltune compare`):\n")

@@ -58,6 +58,20 @@ def tiny_args(out: Path, **kw: Any) -> TrainArgs:
     return TrainArgs(**{**base, **kw})
 
 
+def refusal(out: Path, **kw: Any) -> str:
+    """The one-line ``UserError`` a tiny run into ``out`` is refused with; nothing may be written."""
+    import pytest
+
+    from rltune_daemon.errors import UserError
+    from rltune_daemon.train.ppo import train
+
+    with pytest.raises(UserError) as info:
+        train(tiny_args(out, **kw))
+    assert "\n" not in str(info.value)
+    assert not out.exists()
+    return str(info.value)
+
+
 def train_twice(root: Path, **kw: Any) -> tuple[Path, Path, dict[str, Any]]:
     """Two identical seeded tiny runs into ``root/a`` and ``root/b`` (for determinism tests); the first
     run's manifest."""

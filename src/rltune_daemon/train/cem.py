@@ -74,7 +74,7 @@ def train_cem(args: TrainArgs) -> dict[str, Any]:
     sigma = np.full(len(mean), args.cem_sigma * (size if size > 0 else 1.0))
     floor = SIGMA_FLOOR * sigma
     try:
-        session.start_from_base()
+        session.consider_start()
         it = 0
         while not session.done(it):
             it += 1

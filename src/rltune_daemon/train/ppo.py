@@ -324,7 +324,7 @@ def _episode_spans(train: Workload, args: TrainArgs) -> tuple[int, tuple[int, in
 class Session:
     """What every trainer shares (PPO here, CEM in ``train.cem``): the checked arguments, the networks,
     the rollout pool, the episode windows (all or contended), the fixed validation windows, the warm start,
-    the clock, the best validated actor and the CSV rows. Trainers call ``start_from_base``, then
+    the clock, the best validated actor and the CSV rows. Trainers call ``consider_start``, then
     ``rollouts``, ``consider`` and ``record`` per iteration, and end with ``finish``."""
 
     args: TrainArgs
@@ -384,7 +384,7 @@ class Session:
     def start_label(self) -> str:
         return "the starting model" if self.args.init is not None else "the base order"
 
-    def start_from_base(self) -> None:
+    def consider_start(self) -> None:
         """Iteration 0 of a residual run (the base order itself) or of a fine-tuning (``--init``: the model
         it starts from): a candidate, kept when nothing beat it, so neither exports worse than its start."""
         if self.args.reach <= 0 and self.args.init is None:
@@ -525,7 +525,7 @@ def train(args: TrainArgs) -> dict[str, Any]:
     actor, critic, rng = session.actor, session.critic, session.rng
     opt = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=args.lr)
     try:
-        session.start_from_base()
+        session.consider_start()
         it = 0
         while not session.done(it):
             it += 1
