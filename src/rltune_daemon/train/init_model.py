@@ -23,8 +23,12 @@ if TYPE_CHECKING:
 
 
 def _layers(state: dict[str, torch.Tensor]) -> list[int]:
-    """The widths from input to output (``[9, 1]`` for a linear scorer, ``[9, 64, 32, 1]`` for PPO's)."""
-    weights = [v for k, v in sorted(state.items()) if k.endswith(".weight")]
+    """The widths from input to output (``[9, 1]`` for a linear scorer, ``[9, 64, 32, 1]`` for PPO's).
+
+    A state dict keeps the modules' registration order (input first); sorting the keys as text would put
+    ``net.10`` before ``net.2``.
+    """
+    weights = [v for k, v in state.items() if k.endswith(".weight")]
     return [int(weights[0].shape[1]), *(int(w.shape[0]) for w in weights)] if weights else []
 
 
