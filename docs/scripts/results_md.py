@@ -761,8 +761,6 @@ def testbed_fresh() -> None:
 def backfill_reservations() -> None:
     """Slurm-like reservations for every tested job (``--bf-reservations 500``) against EASY (1) on 30
     testbed training-split windows; rule: docs/results/backfill-reservations/RULE.md."""
-    from rltune_daemon.evaluate.paired import load_side, overall, paired_diffs
-
     run = "backfill-reservations/train-testbed-r{r}"
     easy, slurm = load(run.format(r=1)), load(run.format(r=500))
     if not easy or not slurm:
@@ -774,6 +772,16 @@ def backfill_reservations() -> None:
           "testbed's training part (seed 0). Rule, written before the runs: "
           "[RULE.md](results/backfill-reservations/RULE.md). Commands: "
           f"`{easy['config']['command']}`; `{slurm['config']['command']}`\n")
+    reservation_tables(run, ("multifactor", "fcfs"))
+
+
+def reservation_tables(run: str, refs: tuple[str, ...]) -> None:
+    """Every policy under EASY (``run`` with r=1) and Slurm-like reservations (r=500), and the learned
+    policy against ``refs`` under each (``rltune compare`` over the same windows)."""
+    from rltune_daemon.evaluate.paired import load_side, overall, paired_diffs
+
+    easy, slurm = load(run.format(r=1)), load(run.format(r=500))
+    assert easy and slurm
     print("| policy | BSLD: EASY | Slurm-like | wait (s): EASY | Slurm-like | Slurm-like − EASY: BSLD, wait "
           "(± SE) | verdict | max wait (days): EASY | Slurm-like |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -785,15 +793,65 @@ def backfill_reservations() -> None:
               f"{m1['wait_max'] / 86400:.1f} | {m5['wait_max'] / 86400:.1f} |")
     print()
     model = next(k for k in easy["policies"] if k.startswith("rltune:"))
-    print(f"`{model}` against multifactor and FCFS under each backfill (A − B ± SE, same windows):\n")
-    print("| backfill | against multifactor: BSLD, wait | verdict | against FCFS: BSLD, wait | verdict |")
-    print("|---|---|---|---|---|")
+    names = {"fcfs": "FCFS"}
+    print(f"`{model}` against {' and '.join(names.get(r, r) for r in refs)} under each backfill "
+          "(A − B ± SE, same windows):\n")
+    heads = (f"against {names.get(r, r)}: BSLD, wait | verdict" for r in refs)
+    print("| backfill | " + " | ".join(heads) + " |")
+    print("|---|" + "---|---|" * len(refs))
     for r, label in ((1, "EASY"), (500, "Slurm-like")):
         cells = []
-        for ref in ("multifactor", "fcfs"):
+        for ref in refs:
             diffs = paired_diffs(*(load_side(str(ROOT / f"{run.format(r=r)}#{p}")) for p in (model, ref)))
             cells += [diff_cells(diffs), overall(diffs)]
         print(f"| {label} | {' | '.join(cells)} |")
+    print()
+
+
+BF500_BASES = {"alibaba": "sjf", "philly": "qssf", "helios": "sjf"}
+
+
+def bf500_traces() -> None:
+    """The Philly, Helios and Alibaba models under Slurm-like reservations against EASY on 30
+    training-split windows each, then the held-out windows under Slurm-like reservations (reported, not
+    used); rule: docs/results/bf500-traces/RULE.md."""
+    from rltune_daemon.evaluate.paired import load_side, overall, paired_diffs
+
+    run = "bf500-traces/train-{t}-r{{r}}"
+    done = [t for t in BF500_BASES if all(load(run.format(t=t).format(r=r)) for r in (1, 500))]
+    if not done:
+        return
+    print("## Slurm-like reservations on Philly, Helios and Alibaba (training-split windows)\n")
+    print("The testbed study above (\"Reservations for every blocked job\") for the other three shipped "
+          "models: EASY backfill (`--bf-reservations 1`, every other table) against Slurm's "
+          "`sched/backfill` (`--bf-reservations 500`), 30 windows × 1024 jobs from each trace's training "
+          "part (seed 0). A model *holds* if under Slurm-like reservations neither its mean BSLD nor its "
+          "mean wait is higher than its base's beyond 2 SE. Rule, written before the runs: "
+          "[RULE.md](results/bf500-traces/RULE.md).\n")
+    for t in done:
+        pattern = run.format(t=t)
+        easy, slurm = load(pattern.format(r=1)), load(pattern.format(r=500))
+        assert easy and slurm
+        print(f"### {t}\n")
+        print(f"Commands: `{easy['config']['command']}`; `{slurm['config']['command']}`\n")
+        reservation_tables(pattern, (BF500_BASES[t], "multifactor"))
+    held = [(t, res) for t in BF500_BASES if (res := load(f"bf500-traces/heldout-{t}-r500"))]
+    if not held:
+        return
+    print("Reported once after the reading, not used for any choice: the held-out windows (10 × 1024, "
+          "seed 0, as the tables \"philly\", \"helios\", \"alibaba\") under Slurm-like reservations. "
+          "Commands: " + "; ".join(f"`{res['config']['command']}`" for _, res in held) + "\n")
+    print("| trace | policy | BSLD | wait (s) | model − policy: BSLD, wait (± SE) | verdict |")
+    print("|---|---|---|---|---|---|")
+    for t, res in held:
+        model = next(k for k in res["policies"] if k.startswith("rltune:"))
+        side = load_side(str(ROOT / f"bf500-traces/heldout-{t}-r500#{model}"))
+        for spec, m in res["policies"].items():
+            cells = "- | -"
+            if spec != model:
+                diffs = paired_diffs(side, load_side(str(ROOT / f"bf500-traces/heldout-{t}-r500#{spec}")))
+                cells = f"{diff_cells(diffs)} | {overall(diffs)}"
+            print(f"| {t} | `{spec}` | {m['bsld']:.2f} | {m['wait_mean']:.0f} | {cells} |")
     print()
 
 
@@ -991,6 +1049,7 @@ def main() -> int:
     testbed_fresh()
     backfill_reservations()
     testbed_bf500()
+    bf500_traces()
     variant_table("MILP vs greedy placement (philly, the same learned actor)", "", ("mode", "placement"),
                   [("philly-event", "event", "MILP"), ("philly-greedy-event", "event", "greedy"),
                    ("philly-noguard", "daemon, guard off", "MILP"),
