@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "rltune_daemon.cli.compare_cmd",
     "rltune_daemon.cli.bench_cmd",
     "rltune_daemon.cli.train_cmd",
+    "rltune_daemon.cli.heldout_cmd",
 )
 
 

@@ -4,7 +4,6 @@ split's job)."""
 
 from __future__ import annotations
 
-import json
 import math
 import platform
 from pathlib import Path
@@ -12,10 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from rltune_daemon.policies.learned import MANIFEST_FILE, MODEL_FILE
+from rltune_daemon.policies.learned import MODEL_FILE
 from rltune_daemon.train.network import Actor
-
-HELDOUT_KEYS = ("bsld", "wait_mean", "jct_mean", "utilization")
 
 if TYPE_CHECKING:
     from rltune_daemon.train.ppo import TrainArgs
@@ -25,8 +22,8 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
                  best: dict[str, Any], warm_start: dict[str, float] | None = None,
                  start_val: float | None = None, init: dict[str, Any] | None = None) -> dict[str, Any]:
     from rltune_daemon import features
-    from rltune_daemon.evaluate.runner import EvalConfig, evaluate
     from rltune_daemon.features import naive
+    from rltune_daemon.train.heldout import HeldoutSpec, measure_heldout, write_manifest
 
     out = args.out
     actor.eval()
@@ -64,21 +61,13 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
     }
     if len(actor.net) == 1:  # one linear layer: a weighted sum an admin can read (weight per input)
         manifest["linear_scorer"] = linear_weights(actor, args.features)
-    (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
+    write_manifest(out, manifest)
     if args.heldout_windows > 0:
-        spec = f"rltune:{out}"
-        cfg = EvalConfig(trace=args.trace, policies=(args.base, spec), windows=args.heldout_windows,
-                         window_size=args.heldout_window_size,
-                         seed=args.seed, estimates=args.estimates, mode=args.mode, opts=args.opts,
-                         jobs=args.workers, bf_reservations=args.bf_reservations)
-        res = evaluate(cfg, progress=args.progress)
-        manifest["heldout"] = {
-            "windows": args.heldout_windows, "window_size": cfg.window_size,
-            "seed": cfg.seed,  # the windows are drawn with the training seed: say which ones they were
-            "model": {k: res["policies"][spec][k] for k in HELDOUT_KEYS},
-            "base": {k: res["policies"][args.base][k] for k in HELDOUT_KEYS},
-        }
-        (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
+        spec = HeldoutSpec(trace=args.trace, base=args.base, opts=args.opts, windows=args.heldout_windows,
+                           window_size=args.heldout_window_size, seed=args.seed, estimates=args.estimates,
+                           mode=args.mode, bf_reservations=args.bf_reservations, jobs=args.workers)
+        manifest["heldout"] = measure_heldout(out, spec, progress=args.progress)
+        write_manifest(out, manifest)
     return manifest
 
 

@@ -1,0 +1,87 @@
+"""The held-out result a model's manifest records: the model against its base policy on the trace's
+held-out windows. Training measures it after export (``--heldout-windows``); ``rltune heldout`` measures
+it later for a model trained with ``--heldout-windows 0`` (chosen first, on training windows only), so
+that every shipped manifest carries the number ``--check-config`` warns from."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rltune_daemon.errors import UserError
+from rltune_daemon.policies.learned import MANIFEST_FILE, load_learned, read_manifest
+
+HELDOUT_KEYS = ("bsld", "wait_mean", "jct_mean", "utilization")
+
+
+@dataclass(frozen=True)
+class HeldoutSpec:
+    """Which windows, under which simulator, a model is measured on against its base policy."""
+
+    trace: str
+    base: str
+    opts: dict[str, str]
+    windows: int = 10
+    window_size: int = 1024
+    seed: int = 0  # training draws its held-out windows with the training seed
+    estimates: str | None = "user"
+    mode: str = "daemon"
+    bf_reservations: int = 1
+    jobs: int = 0
+
+
+def measure_heldout(model_dir: Path, spec: HeldoutSpec, progress: bool = False) -> dict[str, Any]:
+    """The manifest's ``heldout`` record of the model in ``model_dir``."""
+    from rltune_daemon.evaluate.runner import EvalConfig, evaluate
+
+    policy = f"rltune:{model_dir}"
+    cfg = EvalConfig(trace=spec.trace, policies=(spec.base, policy), windows=spec.windows,
+                     window_size=spec.window_size, seed=spec.seed, estimates=spec.estimates, mode=spec.mode,
+                     opts=spec.opts, jobs=spec.jobs, bf_reservations=spec.bf_reservations)
+    res = evaluate(cfg, progress=progress)
+    return {"windows": spec.windows, "window_size": spec.window_size, "seed": spec.seed,
+            "bf_reservations": spec.bf_reservations,
+            "model": {k: res["policies"][policy][k] for k in HELDOUT_KEYS},
+            "base": {k: res["policies"][spec.base][k] for k in HELDOUT_KEYS}}
+
+
+def write_manifest(model_dir: Path, manifest: dict[str, Any]) -> None:
+    """Replace the manifest in one step, so a daemon reading it never sees half a file."""
+    path = model_dir / MANIFEST_FILE
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def record_heldout(model_dir: Path, windows: int = 10, window_size: int = 1024, seed: int | None = None,
+                   bf_reservations: int | None = None, jobs: int = 0, replace: bool = False,
+                   progress: bool = False) -> dict[str, Any]:
+    """Measure the model in ``model_dir`` on its own trace's held-out windows (its training seed and
+    backfill unless given) and write the result into its manifest; returns the record."""
+    if windows < 1 or window_size < 2:
+        raise UserError(f"--windows {windows} --window-size {window_size}: give at least 1 window of 2 jobs")
+    load_learned(model_dir)  # a model the daemon would refuse is refused here, before any simulation
+    manifest = read_manifest(model_dir)
+    old = manifest.get("heldout")
+    if old and not replace:
+        raise UserError(f"model {model_dir}: its manifest already records a held-out result "
+                        f"({old.get('windows')} windows, seed {old.get('seed', 0)}); give --replace to "
+                        "measure it again")
+    if not manifest.get("trace") or not manifest.get("base_policy"):
+        raise UserError(f"model {model_dir}: its manifest names no trace or base policy to measure it on; "
+                        "evaluate it with 'rltune evaluate --policies BASE,rltune:MODEL' instead")
+    hyper = manifest.get("hyperparameters") or {}
+    spec = HeldoutSpec(
+        trace=str(manifest["trace"]), base=str(manifest["base_policy"]),
+        opts={str(k): str(v) for k, v in (manifest.get("trace_options") or {}).items()},
+        windows=windows, window_size=window_size,
+        seed=int(manifest.get("seed", 0)) if seed is None else seed,
+        estimates=str(manifest.get("estimates", "user")), mode=str(manifest.get("mode", "daemon")),
+        bf_reservations=int(manifest.get("bf_reservations", hyper.get("bf_reservations", 1)))
+        if bf_reservations is None else bf_reservations, jobs=jobs)
+    record = measure_heldout(model_dir, spec, progress)
+    write_manifest(model_dir, {**manifest, "heldout": record})
+    return record
