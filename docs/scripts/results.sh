@@ -13,7 +13,8 @@
 # shipped testbed model), ABLATION_CEM=1 the naive-input ablation with the shipped Philly recipe,
 # GUARD_REFERENCE=1 the choice of the guard's default reference (multifactor and submit order);
 # BACKFILL_RESERVATIONS=1 the testbed under Slurm-like reservations for every blocked job,
-# TESTBED_BF500=1 the testbed model fine-tuned under them (`rltune train --init`). The
+# TESTBED_BF500=1 the testbed model fine-tuned under them (`rltune train --init`), BF500_TRACES=1 the
+# other three models under them. The
 # loop's own training command (PPO) is the Alibaba model's; the Philly, Helios and testbed models come
 # from the RECENT, HELIOS_* and TESTBED_FRESH blocks (blocks run before a replacement name
 # models/<trace>-<base> for the model shipped at the time).
@@ -353,6 +354,28 @@ if [ -n "${TESTBED_BF500:-}" ]; then
     --policies multifactor,rltune:models/testbed-multifactor,rltune:docs/results/testbed-bf500/model
   "$RLTUNE" evaluate "${fresh[@]}" --out docs/results/testbed-bf500/easy \
     --policies fcfs,multifactor,rltune:models/testbed-multifactor,rltune:docs/results/testbed-bf500/model
+  # Chosen by the rule, copied by hand to models/testbed-multifactor; then its manifest's held-out record
+  # (trained with --heldout-windows 0; measured under its own backfill, 500) and, reported, the held-out
+  # windows under Slurm-like reservations:
+  "$RLTUNE" heldout models/testbed-multifactor --replace
+  "$RLTUNE" evaluate --trace testbed --windows 10 --window-size 1024 --seed 0 --bf-reservations 500 \
+    --policies multifactor,daemon:multifactor,rltune:docs/results/testbed-fresh/model-t1,rltune:models/testbed-multifactor \
+    --out docs/results/testbed-bf500/heldout-r500
+fi
+# The Philly, Helios and Alibaba models under Slurm-like reservations (BF500_TRACES=1; rule:
+# docs/results/bf500-traces/RULE.md): 30 training-split windows under EASY and under 500 reservations,
+# then the held-out windows under 500 reservations (reported, not used).
+if [ -n "${BF500_TRACES:-}" ]; then
+  for t in alibaba philly helios; do
+    b=$(base_of "$t"); extra=""; [ "$t" = helios ] && extra="unicep,"
+    for r in 1 500; do
+      "$RLTUNE" evaluate --trace "$t" --split train --windows 30 --window-size 1024 --seed 0 \
+        --policies "fcfs,$b,${extra}multifactor,daemon:$b,rltune:$(model_of "$t")" --bf-reservations "$r" \
+        --out "docs/results/bf500-traces/train-$t-r$r"
+    done
+    "$RLTUNE" evaluate --trace "$t" --policies "fcfs,$b,multifactor,daemon:$b,rltune:$(model_of "$t")" \
+      --windows 10 --window-size 1024 --seed 0 --bf-reservations 500 --out "docs/results/bf500-traces/heldout-$t-r500"
+  done
 fi
 # Retraining a shipped model (RETRAIN="helios philly ..."): the same training command into models-new/, then
 # judged against the shipped model on 30 training-split windows (the shipped one's run is
