@@ -79,7 +79,7 @@ def record_heldout(model_dir: Path, windows: int = 10, window_size: int = 1024, 
         opts={str(k): str(v) for k, v in (manifest.get("trace_options") or {}).items()},
         windows=windows, window_size=window_size,
         seed=int(manifest.get("seed", 0)) if seed is None else seed,
-        estimates=str(manifest.get("estimates", "user")), mode=str(manifest.get("mode", "daemon")),
+        estimates=manifest.get("estimates", "user"), mode=str(manifest.get("mode", "daemon")),
         bf_reservations=int(manifest.get("bf_reservations", hyper.get("bf_reservations", 1)))
         if bf_reservations is None else bf_reservations, jobs=jobs)
     record = measure_heldout(model_dir, spec, progress)
