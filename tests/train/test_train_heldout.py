@@ -81,3 +81,6 @@ def test_cli_prints_one_line_result_or_one_line_error(tmp_path: Path,
     assert ("warning:" in printed) == (rec["model"]["bsld"] > rec["base"]["bsld"])
     assert main(["heldout", str(out), "--windows", "0", "--replace"]) == 2
     assert "at least 1 window" in capsys.readouterr().err
+    assert main(["heldout", str(out), "--bf-reservations", "0", "--replace"]) == 2
+    assert "--bf-reservations 0: must be at least 1" in capsys.readouterr().err
+    assert json.loads((out / "manifest.json").read_text())["heldout"] == rec  # nothing written

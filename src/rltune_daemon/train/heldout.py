@@ -13,6 +13,7 @@ from typing import Any
 
 from rltune_daemon.errors import UserError
 from rltune_daemon.policies.learned import MANIFEST_FILE, load_learned, read_manifest
+from rltune_daemon.sim.config import checked_reservations
 
 HELDOUT_KEYS = ("bsld", "wait_mean", "jct_mean", "utilization")
 
@@ -73,15 +74,14 @@ def record_heldout(model_dir: Path, windows: int = 10, window_size: int = 1024, 
     if not manifest.get("trace") or not manifest.get("base_policy"):
         raise UserError(f"model {model_dir}: its manifest names no trace or base policy to measure it on; "
                         "evaluate it with 'rltune evaluate --policies BASE,rltune:MODEL' instead")
-    hyper = manifest.get("hyperparameters") or {}
     spec = HeldoutSpec(
         trace=str(manifest["trace"]), base=str(manifest["base_policy"]),
         opts={str(k): str(v) for k, v in (manifest.get("trace_options") or {}).items()},
         windows=windows, window_size=window_size,
         seed=int(manifest.get("seed", 0)) if seed is None else seed,
         estimates=manifest.get("estimates", "user"), mode=str(manifest.get("mode", "daemon")),
-        bf_reservations=int(manifest.get("bf_reservations", hyper.get("bf_reservations", 1)))
-        if bf_reservations is None else bf_reservations, jobs=jobs)
+        bf_reservations=checked_reservations(int(manifest.get("bf_reservations", 1))  # before the key: EASY
+                                             if bf_reservations is None else bf_reservations), jobs=jobs)
     record = measure_heldout(model_dir, spec, progress)
     write_manifest(model_dir, {**manifest, "heldout": record})
     return record
