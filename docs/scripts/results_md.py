@@ -772,16 +772,15 @@ def backfill_reservations() -> None:
           "testbed's training part (seed 0). Rule, written before the runs: "
           "[RULE.md](results/backfill-reservations/RULE.md). Commands: "
           f"`{easy['config']['command']}`; `{slurm['config']['command']}`\n")
-    reservation_tables(run, ("multifactor", "fcfs"))
+    reservation_tables(run, easy, slurm, ("multifactor", "fcfs"))
 
 
-def reservation_tables(run: str, refs: tuple[str, ...]) -> None:
-    """Every policy under EASY (``run`` with r=1) and Slurm-like reservations (r=500), and the learned
-    policy against ``refs`` under each (``rltune compare`` over the same windows)."""
+def reservation_tables(run: str, easy: dict, slurm: dict, refs: tuple[str, ...]) -> None:  # type: ignore[type-arg]
+    """Every policy under EASY (``easy``, the results of ``run`` with r=1) and Slurm-like reservations
+    (``slurm``, r=500), and the learned policy against ``refs`` under each (``rltune compare`` over the
+    same windows)."""
     from rltune_daemon.evaluate.paired import load_side, overall, paired_diffs
 
-    easy, slurm = load(run.format(r=1)), load(run.format(r=500))
-    assert easy and slurm
     print("| policy | BSLD: EASY | Slurm-like | wait (s): EASY | Slurm-like | Slurm-like − EASY: BSLD, wait "
           "(± SE) | verdict | max wait (days): EASY | Slurm-like |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -818,7 +817,8 @@ def bf500_traces() -> None:
     from rltune_daemon.evaluate.paired import load_side, overall, paired_diffs
 
     run = "bf500-traces/train-{t}-r{{r}}"
-    done = [t for t in BF500_BASES if all(load(run.format(t=t).format(r=r)) for r in (1, 500))]
+    loaded = ((t, *(load(run.format(t=t).format(r=r)) for r in (1, 500))) for t in BF500_BASES)
+    done = [(t, easy, slurm) for t, easy, slurm in loaded if easy and slurm]
     if not done:
         return
     print("## Slurm-like reservations on Philly, Helios and Alibaba (training-split windows)\n")
@@ -828,13 +828,11 @@ def bf500_traces() -> None:
           "part (seed 0). A model *holds* if under Slurm-like reservations neither its mean BSLD nor its "
           "mean wait is higher than its base's beyond 2 SE. Rule, written before the runs: "
           "[RULE.md](results/bf500-traces/RULE.md).\n")
-    for t in done:
+    for t, easy, slurm in done:
         pattern = run.format(t=t)
-        easy, slurm = load(pattern.format(r=1)), load(pattern.format(r=500))
-        assert easy and slurm
         print(f"### {t}\n")
         print(f"Commands: `{easy['config']['command']}`; `{slurm['config']['command']}`\n")
-        reservation_tables(pattern, (BF500_BASES[t], "multifactor"))
+        reservation_tables(pattern, easy, slurm, (BF500_BASES[t], "multifactor"))
     held = [(t, res) for t in BF500_BASES if (res := load(f"bf500-traces/heldout-{t}-r500"))]
     if not held:
         return
