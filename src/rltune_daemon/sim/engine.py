@@ -39,19 +39,9 @@ from rltune_daemon.policies.fairshare import UsageTracker
 from rltune_daemon.sim.config import SimConfig
 from rltune_daemon.sim.controller import Controller, PolicyController
 from rltune_daemon.sim.metrics import summarize
+from rltune_daemon.sim.reservations import Reservation, plan_after
 
 TIER_SPAN = 1e12  # static keys: -tier * TIER_SPAN + score keeps tiers apart in one float
-
-
-@dataclass
-class Reservation:
-    """Where a blocked head job will start: time ``at`` and the free resources expected then."""
-
-    head: int
-    at: float
-    free: FreeView | None  # None: the head cannot run even on an empty cluster (then it blocks nothing)
-    until: float = math.inf  # at + requested time (kept only where later reservations must avoid it)
-    alloc: Allocation | None = None  # where it was planned (likewise)
 
 
 R = TypeVar("R")
@@ -295,9 +285,9 @@ class Simulator:
         """Earliest time ``head`` fits for its whole requested time, given running jobs' requested ends
         *and* the reservations made before it in this pass (``bf_reservations`` > 1, as Slurm's backfill
         reserves for every job it tests). Free resources only grow as running jobs end and shrink where
-        an earlier reservation starts, so a start ``t`` is tested against the per-node minimum over ``t``
-        and the earlier reservations' starts inside the job's time; the candidates are running jobs' and
-        earlier reservations' ends, from the first time it would fit with no reservation at all.
+        an earlier reservation starts, so a start ``t`` is tested against the per-node minimum over the
+        job's time, from the first time it would fit with no reservation at all (``plan_after``, which
+        tests every start at once).
 
         Only the pass's first reservation keeps EASY's promise (backfill never delays it; the one logged
         when recording): later ones are plans that can move when an earlier one is re-made, as in Slurm."""
@@ -316,39 +306,9 @@ class Simulator:
         first = self._reserve(head, log=not prior)
         if first.free is None:
             return first
-        dur = float(self.limit[head])
         mask = self._mask(self.hints[head]) if head in self.hints else None
-        gpus = int(self.table.gpus[head])
-        live = [r for r in prior if r.alloc is not None and r.until > first.at]
-        cl = self.cl
-        order = np.argsort(cl.run_end, kind="stable")
-        ends = cl.run_end[order]
-
-        seen: dict[float, FreeView] = {}
-
-        def free_at(p: float) -> FreeView:
-            if p not in seen:
-                fv = self._released(order[: int(np.searchsorted(ends, p, side="right"))])
-                for r in live:
-                    if r.at <= p < r.until:
-                        assert r.alloc is not None
-                        take(fv, r.alloc)
-                seen[p] = fv
-            return seen[p]
-
-        cands = np.unique(np.concatenate([[first.at], ends[ends > first.at],
-                                          [r.until for r in live if r.until > first.at]]))
-        for t in (float(c) for c in cands):
-            view = free_at(t)
-            for r in live:
-                if t < r.at < t + dur:
-                    later = free_at(r.at)
-                    view = FreeView(np.minimum(view.gpus, later.gpus), np.minimum(view.cpus, later.cpus),
-                                    np.minimum(view.mem, later.mem))
-            alloc = allocate(cl, self.elig, self.shapes, head, gpus, PlacementKind.PACK, view, mask)
-            if alloc is not None:
-                return Reservation(head, t, view, t + dur, alloc)
-        return Reservation(head, math.inf, None)  # not reached: after every end the first view is back
+        return plan_after(self.cl, self.elig, self.shapes, head, int(self.table.gpus[head]),
+                          float(self.limit[head]), first.at, prior, mask)
 
     def _mask(self, nodes: I64) -> np.ndarray[Any, np.dtype[np.bool_]]:
         m = np.zeros(self.cl.n_nodes, dtype=np.bool_)
