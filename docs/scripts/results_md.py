@@ -793,7 +793,8 @@ def reservation_tables(run: str, easy: dict, slurm: dict, refs: tuple[str, ...])
     print()
     model = next(k for k in easy["policies"] if k.startswith("rltune:"))
     names = {"fcfs": "FCFS"}
-    print(f"`{model}` against {' and '.join(names.get(r, r) for r in refs)} under each backfill "
+    against = [names.get(r, r) for r in refs]
+    print(f"`{model}` against {', '.join(against[:-1])} and {against[-1]} under each backfill "
           "(A − B ± SE, same windows):\n")
     heads = (f"against {names.get(r, r)}: BSLD, wait | verdict" for r in refs)
     print("| backfill | " + " | ".join(heads) + " |")
@@ -832,7 +833,8 @@ def bf500_traces() -> None:
         pattern = run.format(t=t)
         print(f"### {t}\n")
         print(f"Commands: `{easy['config']['command']}`; `{slurm['config']['command']}`\n")
-        reservation_tables(pattern, easy, slurm, (BF500_BASES[t], "multifactor"))
+        extra = tuple(p for p in ("unicep",) if p in slurm["policies"])  # Helios's best heuristic
+        reservation_tables(pattern, easy, slurm, (BF500_BASES[t], *extra, "multifactor"))
     held = [(t, res) for t in BF500_BASES if (res := load(f"bf500-traces/heldout-{t}-r500"))]
     if not held:
         return
