@@ -373,7 +373,7 @@ if [ -n "${BF500_TRACES:-}" ]; then
         --policies "fcfs,$b,${extra}multifactor,daemon:$b,rltune:$(model_of "$t")" --bf-reservations "$r" \
         --out "docs/results/bf500-traces/train-$t-r$r"
     done
-    "$RLTUNE" evaluate --trace "$t" --policies "fcfs,$b,multifactor,daemon:$b,rltune:$(model_of "$t")" \
+    "$RLTUNE" evaluate --trace "$t" --policies "fcfs,$b,${extra}multifactor,daemon:$b,rltune:$(model_of "$t")" \
       --windows 10 --window-size 1024 --seed 0 --bf-reservations 500 --out "docs/results/bf500-traces/heldout-$t-r500"
   done
 fi
