@@ -69,8 +69,11 @@ def test_same_seed_same_episode() -> None:
     assert len(starts) > 1
 
 
-def test_copying_the_base_policy_earns_zero_reward() -> None:
-    env = RLTuneEnv("testbed", episode_jobs=48, base="sjf", seed=0)
+@pytest.mark.parametrize("reservations", [1, 500])
+def test_copying_the_base_policy_earns_zero_reward(reservations: int) -> None:
+    """Under EASY and under Slurm-like reservations alike: the agent's run and the base run of the
+    reward use the same backfill."""
+    env = RLTuneEnv("testbed", episode_jobs=48, base="sjf", seed=0, bf_reservations=reservations)
     for seed in (0, 1):
         obs, _ = env.reset(seed=seed)
         done, rew = False, float("nan")
@@ -87,3 +90,23 @@ def test_copying_the_base_policy_earns_zero_reward() -> None:
         assert info["rl"]["bsld"] == pytest.approx(info["base"]["bsld"], abs=0)
         assert rew == 0.0
         assert rew == reward(info["base"], info["rl"], "bsld+wait")
+
+
+def test_backfill_setting_reaches_the_base_run() -> None:
+    """``bf_reservations`` is the simulator's, for the base run too: its metrics are a direct simulation
+    with that setting, and on a congested batch they differ from EASY's. A value below 1 is refused."""
+    from rltune_daemon.errors import UserError
+    from rltune_daemon.policies import make_policy
+    from rltune_daemon.sim import SimConfig, simulate
+    from rltune_daemon.train.ppo import episode_workload
+
+    seen = {}
+    for r in (1, 500):
+        env = RLTuneEnv("testbed", episode_jobs=256, base="fcfs", seed=0, bf_reservations=r)
+        _, info = env.reset(seed=4)
+        wl = episode_workload(env.train, info["episode_start"], env.episode_jobs)
+        assert env._base_metrics == simulate(wl, make_policy("fcfs"), SimConfig(bf_reservations=r)).metrics
+        seen[r] = env._base_metrics["bsld"]
+    assert seen[1] != seen[500]
+    with pytest.raises(UserError, match="--bf-reservations 0"):
+        RLTuneEnv("testbed", episode_jobs=EPISODE, bf_reservations=0)

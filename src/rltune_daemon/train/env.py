@@ -4,7 +4,9 @@ One episode is a batch of ``episode_jobs`` consecutive jobs from the training sp
 idle cluster (the same episodes our PPO trainer uses). At every scheduling decision the agent sees the
 oldest ``MAX_QUEUE`` pending jobs (``jobs``: actor features, ``mask``: real rows) and picks the job to put
 first; the others follow in the base policy's order. The reward is 0 until the episode ends, then the
-normalised gap to the base policy on the same batch (``ppo.reward``), as in the paper.
+normalised gap to the base policy on the same batch (``ppo.reward``), as in the paper. Both runs use the
+simulator's backfill with ``bf_reservations`` (1: EASY; 500: Slurm's ``sched/backfill``), as
+``rltune train --bf-reservations`` does.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from rltune_daemon.domain.history import RunHistory
 from rltune_daemon.policies import make_policy
 from rltune_daemon.policies.base import Policy, QueueView
 from rltune_daemon.policies.learned import MAX_QUEUE, chunk_rank, feature_matrix
+from rltune_daemon.sim.config import SimConfig, checked_reservations
 from rltune_daemon.sim.controller import Controller, tiered_order
 from rltune_daemon.sim.engine import SimResult, Simulator
 from rltune_daemon.train.history import EpisodeHistory
@@ -38,10 +41,12 @@ class RLTuneEnv(gym.Env[dict[str, np.ndarray], int]):
 
     def __init__(self, trace: str = "testbed", episode_jobs: int = 256, base: str = "sjf",
                  features: str = "sampled", metric: str = "bsld+wait", seed: int = 0,
-                 opts: dict[str, str] | None = None, estimates: str = "user") -> None:
+                 opts: dict[str, str] | None = None, estimates: str = "user", bf_reservations: int = 1
+                 ) -> None:
         from rltune_daemon import features as feats
         from rltune_daemon.traces import load_workload, split_by_time
 
+        self.sim_config = SimConfig(bf_reservations=checked_reservations(bf_reservations))
         workload = load_workload(trace, estimates=estimates, seed=seed, **(opts or {}))
         self.train, _ = split_by_time(workload)
         self.episode_jobs = min(episode_jobs, len(self.train.jobs))
@@ -87,9 +92,10 @@ class RLTuneEnv(gym.Env[dict[str, np.ndarray], int]):
         start = int(self.np_random.integers(0, len(self.train.jobs) - self.episode_jobs + 1))
         wl = episode_workload(self.train, start, self.episode_jobs)
         self._base = self._hist.prime(make_policy(self.base_name), start)
-        self._base_metrics = simulate(wl, self._hist.prime(make_policy(self.base_name), start)).metrics
+        self._base_metrics = simulate(wl, self._hist.prime(make_policy(self.base_name), start),
+                                      self.sim_config).metrics
         self._history = self._hist.history(start) if self.mode == "sampled" else None
-        self._sim = Simulator(wl, _External())
+        self._sim = Simulator(wl, _External(), self.sim_config)
         self._steps = self._sim.iterate()
         try:
             self._pending = next(self._steps)
