@@ -68,3 +68,36 @@ def test_evaluation_with_multifactor_reports_hurt_jobs(tmp_path: Path) -> None:
     md = (tmp_path / "results.md").read_text()
     assert "| `fcfs` | " in md and "jobs hurt" in md
     assert "job_waits" not in (tmp_path / "results.json").read_text()
+
+
+def test_milp_fallbacks_are_counted_per_policy_and_reported(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CBC timeout depends on the machine's load, so results count each policy's fallbacks and say so.
+    CBC is made to fail here (the one thing mocked: a timeout cannot be produced on demand)."""
+    import json
+
+    import pulp
+
+    from rltune_daemon.evaluate.report import fallback_note, write_results
+    from rltune_daemon.evaluate.runner import evaluate
+    from rltune_daemon.placement import milp
+
+    cfg = EvalConfig("testbed", ("fcfs", "daemon:sjf"), windows=2, window_size=100, opts={"jobs": "2000"},
+                     jobs=1)
+    clean = evaluate(cfg, progress=False)
+    assert clean["policies"]["daemon:sjf"]["milp_fallbacks"]["solver-error"] == 0  # (timeouts: load)
+
+    def broken(prob: object, opts: object) -> None:
+        raise pulp.PulpSolverError("cbc crashed")
+
+    monkeypatch.setattr(milp, "_solve_lp", broken)
+    res = evaluate(cfg, progress=False)
+    assert res["policies"]["fcfs"]["milp_fallbacks"] == dict.fromkeys(milp.FALLBACK_REASONS, 0)
+    failed = res["policies"]["daemon:sjf"]["milp_fallbacks"]["solver-error"]
+    assert failed > 0
+    note = fallback_note(res)
+    assert note is not None and f"`daemon:sjf` {failed} solver-error" in note and "fcfs" not in note
+    write_results(res, tmp_path, "rltune evaluate ...")
+    assert note in (tmp_path / "results.md").read_text()
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["policies"]["daemon:sjf"]["milp_fallbacks"]["solver-error"] == failed

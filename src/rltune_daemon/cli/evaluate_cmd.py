@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from rltune_daemon.cli.common import add_bf_reservations, parse_opts
-from rltune_daemon.evaluate.report import markdown_table, write_results
+from rltune_daemon.evaluate.report import fallback_note, markdown_table, write_results
 from rltune_daemon.evaluate.runner import EvalConfig, evaluate
 from rltune_daemon.evaluate.windows import PARTS
 from rltune_daemon.planner.config import (
@@ -105,6 +105,9 @@ def run(args: argparse.Namespace) -> int:
                      milp=args.placement == "milp", split=args.split, bf_reservations=args.bf_reservations)
     results = evaluate(cfg, progress=sys.stderr.isatty())
     print(markdown_table(results, baseline="fcfs" if "fcfs" in policies else policies[0]))
+    note = fallback_note(results)
+    if note:
+        print(note)
     if args.out is not None:
         command = "rltune " + " ".join(shlex.quote(a) for a in args.argv)
         for path in write_results(results, args.out, command):

@@ -91,6 +91,21 @@ def _backfill(cfg: dict[str, Any]) -> str:
     return "" if n == 1 else f", backfill reserves for the first {n} blocked jobs per partition (not EASY)"
 
 
+def fallback_note(results: dict[str, Any]) -> str | None:
+    """One line naming the policies whose placement MILP fell back to the greedy placer, or None: CBC's
+    time limit is wall-clock, so how many solves time out depends on the machine's load, and a rerun
+    can differ in those windows (results written before the count existed have none)."""
+    parts = []
+    for name, m in results["policies"].items():
+        counts = {r: n for r, n in m.get("milp_fallbacks", {}).items() if n}
+        if counts:
+            parts.append(f"`{name}` " + ", ".join(f"{n} {r}" for r, n in counts.items()))
+    if not parts:
+        return None
+    return ("Placement MILP fell back to the greedy placer: " + "; ".join(parts) + ". A timeout depends "
+            "on the machine's load (CBC's limit is wall-clock), so a rerun can differ in those windows.")
+
+
 SPLIT_TEXT = {"held-out": "held-out last 10 %", "train": "training part (first 90 %)",
               "train-tail": "training part's tail (81-90 %, temporal validation)",
               "train-recent": "training part's last jobs, disjoint windows end to end"}
@@ -113,6 +128,9 @@ def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path
           f"{_backfill(cfg)}. Means over windows.", "",
           markdown_table(results, baseline="fcfs" if "fcfs" in results["policies"] else first), "",
           "Wait max is the longest wait of any job in any window.", ""]
+    note = fallback_note(results)
+    if note:
+        md += [note, ""]
     judged = {k: v["vs_multifactor"] for k, v in results["policies"].items() if "vs_multifactor" in v}
     if judged:
         md += ["Job by job against Slurm's multifactor order on the same windows (hurt / helped: waited "

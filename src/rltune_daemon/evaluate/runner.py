@@ -21,6 +21,7 @@ from tqdm import tqdm
 from rltune_daemon.domain.arrays import JobTable
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.evaluate.windows import heldout_windows
+from rltune_daemon.placement.milp import FALLBACK_REASONS, fallback_counts, reset_fallback_counts
 from rltune_daemon.planner.config import (
     INTERVAL_DEFAULT,
     REACT_DEFAULT,
@@ -129,11 +130,13 @@ def _run(spec: str, k: int) -> dict[str, Any]:
     cfg: EvalConfig = _STATE["cfg"]
     window: Workload = _STATE["windows"][k]
     ctl = make_controller(spec, _STATE["train"], cfg)
+    reset_fallback_counts()  # a worker runs one task at a time: the counts are this run's
     t0 = time.perf_counter()
     res = Simulator(window, ctl, cfg.sim_config()).run()
     job_waits = res.start - np.array([j.submit for j in window.jobs])  # NaN: never ran
     return {"policy": spec, "window": k, "metrics": res.metrics, "stats": res.stats,
-            "seconds": time.perf_counter() - t0, "job_waits": job_waits.tolist(), "dropped": len(res.dropped)}
+            "seconds": time.perf_counter() - t0, "job_waits": job_waits.tolist(), "dropped": len(res.dropped),
+            "milp_fallbacks": fallback_counts()}
 
 
 def evaluate(cfg: EvalConfig, progress: bool = True) -> dict[str, Any]:
@@ -195,6 +198,10 @@ def aggregate(cfg: EvalConfig, runs: list[dict[str, Any]], seconds: float, worke
                                for r in mine]
         entry["waits"] = [w for r in mine for w in r["job_waits"] if not math.isnan(w)]  # jobs that ran
         entry["sim_seconds"] = float(sum(r["seconds"] for r in mine))
+        # CBC's wall-clock limit makes a timeout depend on the machine's load: counted so that a rerun
+        # that differs can be told apart from a change in the code
+        entry["milp_fallbacks"] = {reason: sum(r.get("milp_fallbacks", {}).get(reason, 0) for r in mine)
+                                   for reason in FALLBACK_REASONS}
         policies[spec] = entry
     reference = [r for r in runs if r["policy"] == REFERENCE]
     if reference:
