@@ -42,12 +42,12 @@ def _profile(cl: ClusterArrays, times: F64, prior: list[Reservation]) -> tuple[I
     rows = [np.searchsorted(times, cl.run_end, side="left")]  # first row where the running job is gone
     nodes = [cl.run_node]
     amounts = [[cl.run_gpus], [cl.run_cpus], [cl.run_mem]]
-    if prior:
-        held = [r for r in prior if r.alloc is not None]
-        allocs = [r.alloc for r in held if r.alloc is not None]
+    held = [(r.at, r.until, r.alloc) for r in prior if r.alloc is not None]
+    if held:
+        allocs = [a for _, _, a in held]
         sizes = [len(a.nodes) for a in allocs]
-        starts = np.searchsorted(times, [r.at for r in held], side="left")
-        stops = np.searchsorted(times, [r.until for r in held], side="left")
+        starts = np.searchsorted(times, [at for at, _, _ in held], side="left")
+        stops = np.searchsorted(times, [until for _, until, _ in held], side="left")
         taken = np.concatenate([a.nodes for a in allocs])
         rows += [np.repeat(starts, sizes), np.repeat(stops, sizes)]
         nodes += [taken, taken]
