@@ -21,7 +21,7 @@ import numpy as np
 
 from rltune_daemon.domain.arrays import F64, I64, B, ClusterArrays
 from rltune_daemon.domain.plan import PlacementKind
-from rltune_daemon.placement.allocate import Allocation, FreeView, allocate
+from rltune_daemon.placement.allocate import Allocation, FreeView, allocate, candidate_nodes
 from rltune_daemon.placement.shapes import EligibilityIndex, JobShapes
 
 
@@ -73,17 +73,13 @@ def plan_after(
     later = [t for r in live for t in (r.at, r.until) if t > earliest]
     times = np.unique(np.concatenate([[earliest], cl.run_end[cl.run_end > earliest], later]))
     g, c, m = _profile(cl, times, live)
-    tmask, part = shapes.group_keys[int(shapes.group[head])]
-    ok, _ = elig.get(tmask, part)
-    chunk = int(shapes.chunk[head])
-    need_c, need_m = elig.need(chunk, int(shapes.cpus_node[head]), int(shapes.mem_node[head]))
-    nodes = ok & cl.usable if allowed is None else ok & cl.usable & allowed
-    short = ~((g >= chunk) & (c >= need_c) & (m >= need_m))
+    # the allocator's own node test, on every row at once (an ineligible node is short in every row)
+    short = ~candidate_nodes(cl, elig, shapes, head, FreeView(g, c, m), allowed)
     bad = np.zeros((len(times) + 1, cl.n_nodes), dtype=np.int64)
     np.cumsum(short, axis=0, out=bad[1:])
     first = np.arange(len(times))
     stop = np.maximum(np.searchsorted(times, times + duration, side="left"), first + 1)
-    fits = (((bad[stop] - bad[first]) == 0) & nodes).sum(axis=1) >= int(shapes.k[head])
+    fits = ((bad[stop] - bad[first]) == 0).sum(axis=1) >= int(shapes.k[head])
     hit = np.flatnonzero(fits)
     if not len(hit):
         return Reservation(head, math.inf, None)  # not reached: after every end the first view is back
