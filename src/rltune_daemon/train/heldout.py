@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rltune_daemon.errors import UserError
-from rltune_daemon.policies.learned import MANIFEST_FILE, load_learned, read_manifest
+from rltune_daemon.policies.learned import MANIFEST_FILE, load_learned
 from rltune_daemon.sim.config import checked_reservations
 
 HELDOUT_KEYS = ("bsld", "wait_mean", "jct_mean", "utilization")
@@ -64,8 +64,8 @@ def record_heldout(model_dir: Path, windows: int = 10, window_size: int = 1024, 
     backfill unless given) and write the result into its manifest; returns the record."""
     if windows < 1 or window_size < 2:
         raise UserError(f"--windows {windows} --window-size {window_size}: give at least 1 window of 2 jobs")
-    load_learned(model_dir)  # a model the daemon would refuse is refused here, before any simulation
-    manifest = read_manifest(model_dir)
+    # a model the daemon would refuse is refused here, before any simulation; its manifest comes with it
+    manifest = load_learned(model_dir).manifest
     old = manifest.get("heldout")
     if old and not replace:
         raise UserError(f"model {model_dir}: its manifest already records a held-out result "
