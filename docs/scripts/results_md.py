@@ -796,7 +796,7 @@ def reservation_tables(run: str, easy: dict, slurm: dict, refs: tuple[str, ...])
     against = [names.get(r, r) for r in refs]
     print(f"`{model}` against {', '.join(against[:-1])} and {against[-1]} under each backfill "
           "(A − B ± SE, same windows):\n")
-    heads = (f"against {names.get(r, r)}: BSLD, wait | verdict" for r in refs)
+    heads = (f"against {a}: BSLD, wait | verdict" for a in against)
     print("| backfill | " + " | ".join(heads) + " |")
     print("|---|" + "---|---|" * len(refs))
     for r, label in ((1, "EASY"), (500, "Slurm-like")):
