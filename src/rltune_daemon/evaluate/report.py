@@ -92,9 +92,9 @@ def _backfill(cfg: dict[str, Any]) -> str:
 
 
 def fallback_note(results: dict[str, Any]) -> str | None:
-    """One line naming the policies whose placement MILP fell back to the greedy placer, or None: CBC's
-    time limit is wall-clock, so how many solves time out depends on the machine's load, and a rerun
-    can differ in those windows (results written before the count existed have none)."""
+    """One line naming the policies whose placement MILP fell back to the greedy placer, or None: those
+    decisions were not the MILP's, which a reader of the table should know (results written before the
+    count existed have none)."""
     parts = []
     for name, m in results["policies"].items():
         counts = {r: n for r, n in m.get("milp_fallbacks", {}).items() if n}
@@ -102,8 +102,8 @@ def fallback_note(results: dict[str, Any]) -> str | None:
             parts.append(f"`{name}` " + ", ".join(f"{n} {r}" for r, n in counts.items()))
     if not parts:
         return None
-    return ("Placement MILP fell back to the greedy placer: " + "; ".join(parts) + ". A timeout depends "
-            "on the machine's load (CBC's limit is wall-clock), so a rerun can differ in those windows.")
+    return ("Placement MILP fell back to the greedy placer: " + "; ".join(parts) + " (those decisions "
+            "used Slurm's default placement; docs/placement.md).")
 
 
 SPLIT_TEXT = {"held-out": "held-out last 10 %", "train": "training part (first 90 %)",

@@ -198,8 +198,7 @@ def aggregate(cfg: EvalConfig, runs: list[dict[str, Any]], seconds: float, worke
                                for r in mine]
         entry["waits"] = [w for r in mine for w in r["job_waits"] if not math.isnan(w)]  # jobs that ran
         entry["sim_seconds"] = float(sum(r["seconds"] for r in mine))
-        # CBC's wall-clock limit makes a timeout depend on the machine's load: counted so that a rerun
-        # that differs can be told apart from a change in the code
+        # counted: a fallback means some of this policy's decisions used the greedy placement
         entry["milp_fallbacks"] = {reason: sum(r.get("milp_fallbacks", {}).get(reason, 0) for r in mine)
                                    for reason in FALLBACK_REASONS}
         policies[spec] = entry

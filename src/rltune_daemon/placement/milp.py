@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pulp
@@ -52,6 +52,8 @@ SEED = 1  # CBC randomSeed / randomCbcSeed: same model, same answer
 # CBC's primal heuristics (feasibility pump, RINS, ...) took 0.03-1.6 s on some K=16 instances whose LP
 # relaxation is nearly integral anyway; branch and bound alone closes them in ~10-20 ms.
 CBC_FLAGS = ("heuristics off",)
+
+TimeMode = Literal["cpu", "elapsed"]
 
 _lock = threading.Lock()
 _fallbacks: Counter[str] = Counter()
@@ -75,7 +77,10 @@ def _count(reason: str) -> None:
 
 @dataclass(frozen=True)
 class MilpOptions:
-    """``time_limit``: CBC wall-clock seconds (process start excluded). ``max_candidates``: node sets per
+    """``time_limit``: CBC seconds (process start excluded), counted as ``time_mode`` says: ``cpu`` (the
+    default: the simulator's runs do not depend on the machine's load) or ``elapsed`` (the daemon: a
+    decision has a real deadline). ``threads``: 1 runs CBC's serial code (see ``cbc_command``); more
+    turns on its threaded search. ``max_candidates``: node sets per
     job. ``max_jobs``: jobs given to the MILP (the rest are placed greedily after it; lexicographic
     weights stay far inside double precision up to 24). ``frag_horizon_s``: how long a GPU left free on
     a broken-up idle node is assumed to stay unusable; it converts GPUs into the GPU-seconds of the
@@ -84,6 +89,7 @@ class MilpOptions:
 
     time_limit: float = 0.05
     threads: int = 1
+    time_mode: TimeMode = "cpu"
     max_candidates: int = 6
     max_jobs: int = 24
     frag_horizon_s: float = 3600.0
@@ -181,13 +187,23 @@ def _model(problem: Problem) -> tuple[pulp.LpProblem, list[pulp.LpVariable]]:
     return prob, x
 
 
+def cbc_command(opts: MilpOptions) -> pulp.PULP_CBC_CMD:
+    """The CBC call for ``opts``. One thread means no ``threads`` option at all: CBC 2.10.3's
+    ``-threads 1`` starts its threaded search with one worker, and there a few solves in a thousand
+    (instances closed at the root in ~5 ms) sat idle for exactly 10 s with zero CPU, then stopped "on
+    time limit" and fell back to greedy (docs/placement.md; CBC's threaded mode is known to hang on
+    locks: coin-or/Cbc#640). The serial code had no such stall on the same instances. No MIP start:
+    CBC 2.10.3 was seen to return a given start as "optimal" when a better solution existed."""
+    return pulp.PULP_CBC_CMD(msg=False, timeLimit=opts.time_limit, timeMode=opts.time_mode,
+                             threads=opts.threads if opts.threads > 1 else None,
+                             options=[f"randomSeed {SEED}", f"randomCbcSeed {SEED}", *CBC_FLAGS])
+
+
 def _solve_lp(prob: pulp.LpProblem, opts: MilpOptions) -> None:
-    """Run CBC (a hook the tests replace to simulate solver failures). No MIP start: CBC 2.10.3 was seen
-    to return a given start as "optimal" when a better solution existed. CBC reads and writes files;
+    """Run CBC (a hook the tests replace to simulate solver failures). CBC reads and writes files;
     PuLP deletes them only when CBC succeeds, so a daemon that solves every minute would leak one
     ``.mps`` per failed solve into /tmp. A directory per solve is removed whatever happens."""
-    solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=opts.time_limit, threads=opts.threads,
-                               options=[f"randomSeed {SEED}", f"randomCbcSeed {SEED}", *CBC_FLAGS])
+    solver = cbc_command(opts)
     with tempfile.TemporaryDirectory(prefix="rltune-cbc-") as scratch:
         solver.tmpDir = scratch
         prob.solve(solver)
@@ -220,7 +236,7 @@ def solve(problem: Problem, opts: MilpOptions) -> list[int]:
     # infeasible" only means it stopped before finding one: on the clock, that is a timeout.
     if status in (pulp.LpStatusOptimal, pulp.LpStatusNotSolved) or (
             status == pulp.LpStatusInfeasible and spent >= opts.time_limit):
-        raise SolveError("timeout", f"no proven optimum within {opts.time_limit}s "
+        raise SolveError("timeout", f"no proven optimum within {opts.time_limit}s {opts.time_mode} "
                                     f"(CBC: {pulp.LpStatus.get(status, status)}, "
                                     f"{pulp.LpSolution.get(sol, sol)})")
     if status == pulp.LpStatusInfeasible:
@@ -235,12 +251,13 @@ def _fallback(ctx: PlacementContext, rows: I64, reason: str, detail: str, t0: fl
 
 
 def milp_placer(ctx: PlacementContext, rows: I64, *, time_limit: float = 0.05, threads: int = 1,
-                max_candidates: int = 6, max_jobs: int = 24, frag_horizon_s: float = 3600.0,
-                break_weight: float = 0.5, tie_bonus_s: float = 60.0) -> PlacementResult:
+                time_mode: TimeMode = "cpu", max_candidates: int = 6, max_jobs: int = 24,
+                frag_horizon_s: float = 3600.0, break_weight: float = 0.5,
+                tie_bonus_s: float = 60.0) -> PlacementResult:
     """Allocations for the ranked ``rows`` (rank order) that can start now, jointly feasible."""
     t0 = time.perf_counter()
-    opts = MilpOptions(time_limit, threads, max_candidates, max_jobs, frag_horizon_s, break_weight,
-                       tie_bonus_s)
+    opts = MilpOptions(time_limit, threads, time_mode, max_candidates, max_jobs, frag_horizon_s,
+                       break_weight, tie_bonus_s)
     head, tail = rows[:max_jobs], rows[max_jobs:]
     problem = build_problem(ctx, head, opts)
     try:

@@ -75,7 +75,7 @@ class PlannerSection(_Section):
     top_k: int = Field(16, ge=1, le=256, description="jobs the placement step considers per cycle")
     placement: bool = Field(True, description="emit node hints for jobs that can start now")
     placer: Literal["milp", "greedy"] = Field("milp", description="MILP falls back to greedy, counted")
-    milp_time_limit: float = Field(0.5, gt=0, le=30, description="seconds per MILP solve")
+    milp_time_limit: float = Field(0.5, gt=0, le=30, description="wall-clock seconds per MILP solve")
     hint_cycles: int = Field(2, ge=1, le=100, description="cycles a hinted job may stay pending")
     starvation_seconds: float = Field(STARVATION_SECONDS_DEFAULT, gt=0,
                                       description="starvation guard: longest a job stays kept back")

@@ -122,7 +122,8 @@ class CountingPlacer:
                 self.unavailable = f"MILP placer unavailable (no module {exc.name}); using greedy"
             else:
                 factory = cast(Callable[..., Placer], module.make_milp_placer)
-                self.inner = factory(time_limit=time_limit)
+                # a live decision has a deadline: CBC counts wall-clock time (the simulator counts CPU)
+                self.inner = factory(time_limit=time_limit, time_mode="elapsed")
 
     def __call__(self, ctx: PlacementContext, rows: I64) -> PlacementResult:
         result = self.inner(ctx, rows)
