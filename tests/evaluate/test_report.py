@@ -82,18 +82,19 @@ def test_milp_fallbacks_are_counted_per_policy_and_reported(tmp_path: Path,
     from rltune_daemon.evaluate.report import fallback_note, write_results
     from rltune_daemon.evaluate.runner import evaluate
     from rltune_daemon.placement import milp
+    from rltune_daemon.placement.context import FALLBACK_REASONS
 
     cfg = EvalConfig("testbed", ("fcfs", "daemon:sjf"), windows=2, window_size=100, opts={"jobs": "2000"},
                      jobs=1)
     clean = evaluate(cfg, progress=False)
-    assert clean["policies"]["daemon:sjf"]["milp_fallbacks"] == dict.fromkeys(milp.FALLBACK_REASONS, 0)
+    assert clean["policies"]["daemon:sjf"]["milp_fallbacks"] == dict.fromkeys(FALLBACK_REASONS, 0)
 
     def broken(prob: object, opts: object) -> None:
         raise pulp.PulpSolverError("cbc crashed")
 
     monkeypatch.setattr(milp, "_solve_lp", broken)
     res = evaluate(cfg, progress=False)
-    assert res["policies"]["fcfs"]["milp_fallbacks"] == dict.fromkeys(milp.FALLBACK_REASONS, 0)
+    assert res["policies"]["fcfs"]["milp_fallbacks"] == dict.fromkeys(FALLBACK_REASONS, 0)
     failed = res["policies"]["daemon:sjf"]["milp_fallbacks"]["solver-error"]
     assert failed > 0
     note = fallback_note(res)

@@ -10,6 +10,7 @@ import signal
 from pathlib import Path
 
 import numpy as np
+import pytest
 from prometheus_client import generate_latest
 from service_helpers import NullLog, ScriptedBackend, config, pending, snapshot, with_site
 
@@ -17,7 +18,7 @@ from rltune_daemon.domain.arrays import F64
 from rltune_daemon.policies.base import Policy, QueueView
 from rltune_daemon.service.loop import Daemon
 from rltune_daemon.service.metrics import Metrics
-from rltune_daemon.service.policy import PolicyChoice
+from rltune_daemon.service.policy import PLACER_FALLBACK_REASONS, PolicyChoice
 from rltune_daemon.service.statefile import StateFile
 from rltune_daemon.slurm.writer import UpdateStatus
 
@@ -195,7 +196,38 @@ def test_metrics_have_no_per_job_labels(tmp_path: Path) -> None:
     assert _sample(d, "rltune_pending_jobs") == 3
     assert np.isclose(_sample(d, "rltune_gpu_utilization_ratio"), 4 / 13)
     labels = {m for ln in text.splitlines() if ln[:1] != "#" for m in re.findall(r'[{,](\w+)="', ln)}
-    assert labels == {"kind", "action", "outcome", "result", "model", "schema_hash", "fallback", "le"}
+    assert labels == {"kind", "action", "outcome", "result", "model", "schema_hash", "fallback", "reason",
+                      "le"}
+
+
+def test_milp_fallbacks_are_counted_by_reason_and_logged(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A clean cycle solves with CBC and counts nothing; when CBC fails (mocked: a solver failure cannot be
+    produced on demand) the greedy placement is used, counted under its reason, and the log says why."""
+    import pulp
+
+    from rltune_daemon.placement import milp
+
+    (tmp_path / "clean").mkdir()
+    (tmp_path / "broken").mkdir()
+    d, log, _ = _daemon(tmp_path / "clean", ScriptedBackend([snapshot(_queue())]))
+    d.cycle()
+    assert {r: _sample(d, "rltune_milp_fallbacks_total", reason=r) for r in PLACER_FALLBACK_REASONS} == \
+        dict.fromkeys(PLACER_FALLBACK_REASONS, 0.0)
+    assert not log.named("milp_fallback")
+    calls = []
+
+    def broken(prob: object, opts: object) -> None:
+        calls.append(1)
+        raise pulp.PulpSolverError("cbc crashed")
+
+    monkeypatch.setattr(milp, "_solve_lp", broken)
+    d, log, _ = _daemon(tmp_path / "broken", ScriptedBackend([snapshot(_queue())]))
+    d.cycle()
+    assert calls and _sample(d, "rltune_milp_fallbacks_total", reason="solver-error") == len(calls)
+    assert _sample(d, "rltune_milp_fallbacks_total", reason="timeout") == 0
+    (line,) = log.named("milp_fallback")
+    assert line["count"] == len(calls) and line["last"] == "solver-error: cbc crashed"
 
 
 def _triggers(log: NullLog) -> list[str]:

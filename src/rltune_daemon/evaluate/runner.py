@@ -21,7 +21,8 @@ from tqdm import tqdm
 from rltune_daemon.domain.arrays import JobTable
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.evaluate.windows import heldout_windows
-from rltune_daemon.placement.milp import FALLBACK_REASONS, fallback_counts, reset_fallback_counts
+from rltune_daemon.placement.context import FALLBACK_REASONS
+from rltune_daemon.placement.milp import fallback_counts, reset_fallback_counts
 from rltune_daemon.planner.config import (
     INTERVAL_DEFAULT,
     REACT_DEFAULT,

@@ -23,6 +23,11 @@ class PlacementContext:
     effects: EffectsConfig = field(default_factory=EffectsConfig)
 
 
+# why the MILP's result was not used (``PlacementResult.fallback`` starts with one and a colon); the
+# daemon adds ``unavailable`` (no MILP module) for its ``rltune_milp_fallbacks_total{reason}``
+FALLBACK_REASONS = ("timeout", "infeasible", "solver-error", "inconsistent")
+
+
 @dataclass(frozen=True)
 class PlacementResult:
     """Allocations for the ranked jobs that can start now, jointly feasible. ``solver`` says what

@@ -43,11 +43,10 @@ import pulp
 from rltune_daemon.domain.arrays import F64, I64
 from rltune_daemon.placement.allocate import FreeView
 from rltune_daemon.placement.candidates import Option, candidate_allocations, options
-from rltune_daemon.placement.context import PlacementContext, PlacementResult, Placer
+from rltune_daemon.placement.context import FALLBACK_REASONS, PlacementContext, PlacementResult, Placer
 from rltune_daemon.placement.greedy import greedy_fill, greedy_placer
 from rltune_daemon.placement.verify import joint_violation
 
-FALLBACK_REASONS = ("timeout", "infeasible", "solver-error", "inconsistent")
 SEED = 1  # CBC randomSeed / randomCbcSeed: same model, same answer
 # CBC's primal heuristics (feasibility pump, RINS, ...) took 0.03-1.6 s on some K=16 instances whose LP
 # relaxation is nearly integral anyway; branch and bound alone closes them in ~10-20 ms.

@@ -13,6 +13,7 @@ import json
 import signal
 import sys
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from types import FrameType
 from typing import Any, TextIO
@@ -145,6 +146,16 @@ class Daemon:
         if self.placer.unavailable:
             self.log.warning("placer_fallback", reason=self.placer.unavailable)
 
+    def _count_placer_fallbacks(self, rep: CycleReport, before: Counter[str]) -> None:
+        """Add this cycle's MILP fallbacks to the metric by reason, and say why in the log (a missing
+        MILP module was said once at start and is only counted)."""
+        new = self.placer.fallbacks - before
+        for reason, n in new.items():
+            self.metrics.milp_fallbacks.labels(reason).inc(n)
+        if sum(n for r, n in new.items() if r != "unavailable"):
+            self.log.warning("milp_fallback", cycle=rep.cycle, count=sum(new.values()),
+                             last=self.placer.last_fallback)
+
     def _drop_model(self, exc: BaseException) -> None:
         base = make_policy(self.cfg.base_policy)
         why = (f"model {self.choice.model} failed while scoring ({type(exc).__name__}: {exc}); "
@@ -246,7 +257,7 @@ class Daemon:
             self.log.warning("reconcile", cycle=rep.cycle, note=note)
         self._learn_history(rep)
         plan_snap = self.applier.planning_snapshot(self.state, snap)
-        fallbacks_before = self.placer.fallbacks
+        fallbacks_before = self.placer.fallbacks.copy()
         try:
             the_plan = make_plan(plan_snap, self.choice.policy, self.planner_cfg, self.memory, self.placer)
         except Exception as exc:
@@ -256,7 +267,7 @@ class Daemon:
             self._drop_model(exc)
             rep.policy, rep.fallback = self.choice.label, self.choice.fallback
             the_plan = make_plan(plan_snap, self.choice.policy, self.planner_cfg, self.memory, self.placer)
-        self.metrics.milp_fallbacks.inc(self.placer.fallbacks - fallbacks_before)
+        self._count_placer_fallbacks(rep, fallbacks_before)
         the_plan = self.last_plan = self.applier.relabel(the_plan, self.state)
         decision = self.applier.decide(self.state, snap, the_plan, leave_order=self.choice.leave_order,
                                        site_unknown=unknown)

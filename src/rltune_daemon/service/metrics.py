@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 
 from rltune_daemon.domain import Snapshot
 from rltune_daemon.errors import UserError
+from rltune_daemon.service.policy import PLACER_FALLBACK_REASONS
 
 ERROR_KINDS = ("controller_down", "timeout", "permission", "parse", "call_budget", "slurm", "plan",
                "policy", "state", "update_failed", "update_unknown", "history", "internal")
@@ -68,8 +69,8 @@ class Metrics:
         self.model_info = Gauge("rltune_model_info", "Policy in use (1 for the current combination)",
                                 ["model", "schema_hash", "fallback"], registry=r)
         self.milp_fallbacks = Counter("rltune_milp_fallbacks",
-                                      "Placements made by the greedy placer instead of the MILP",
-                                      registry=r)
+                                      "Placements made by the greedy placer instead of the MILP, by reason",
+                                      ["reason"], registry=r)
         self.managed_jobs = Gauge("rltune_managed_jobs", "Jobs with a change recorded in the state file",
                                   registry=r)
         self.history_runs = Gauge("rltune_history_runs",
@@ -79,6 +80,8 @@ class Metrics:
                                 "Unix time of the last completed cycle (stall alarm)", registry=r)
         for kind in ERROR_KINDS:
             self.errors.labels(kind)
+        for reason in PLACER_FALLBACK_REASONS:
+            self.milp_fallbacks.labels(reason)
         for action in HINT_ACTIONS:
             self.placement_hints.labels(action)
         for outcome in CYCLE_OUTCOMES:

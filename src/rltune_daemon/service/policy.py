@@ -10,6 +10,7 @@ The MILP placer falls back to greedy (Slurm's own best fit) per call, counted.
 from __future__ import annotations
 
 import importlib
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any, cast
 
 from rltune_daemon.domain.arrays import I64
 from rltune_daemon.errors import UserError
-from rltune_daemon.placement.context import PlacementContext, PlacementResult, Placer
+from rltune_daemon.placement.context import FALLBACK_REASONS, PlacementContext, PlacementResult, Placer
 from rltune_daemon.placement.greedy import greedy_placer
 from rltune_daemon.policies.base import Policy
 from rltune_daemon.policies.registry import make_policy
@@ -105,13 +106,17 @@ def choose_policy(model: str, base_policy: str) -> PolicyChoice:
     return PolicyChoice(policy, model, schema, identity=identity)
 
 
+PLACER_FALLBACK_REASONS = (*FALLBACK_REASONS, "unavailable")
+
+
 class CountingPlacer:
-    """The configured placer, with the MILP's fallbacks to greedy counted (``fallbacks``) and the last
-    reason kept. ``milp`` unavailable (module not built) counts every call."""
+    """The configured placer, with the MILP's fallbacks to greedy counted by reason (``fallbacks``, keys
+    from ``PLACER_FALLBACK_REASONS``) and the last one's text kept (``last_fallback``, for the log).
+    ``milp`` unavailable (module not built) counts every call as ``unavailable``."""
 
     def __init__(self, kind: str, time_limit: float) -> None:
         self.kind = kind
-        self.fallbacks = 0
+        self.fallbacks: Counter[str] = Counter()
         self.last_fallback = ""
         self.unavailable = ""
         self.inner: Placer = greedy_placer
@@ -128,6 +133,7 @@ class CountingPlacer:
     def __call__(self, ctx: PlacementContext, rows: I64) -> PlacementResult:
         result = self.inner(ctx, rows)
         if self.kind == "milp" and (self.unavailable or result.fallback or result.solver != "milp"):
-            self.fallbacks += 1
+            reason = "unavailable" if self.unavailable else result.fallback.partition(":")[0]
+            self.fallbacks[reason if reason in PLACER_FALLBACK_REASONS else "solver-error"] += 1
             self.last_fallback = self.unavailable or result.fallback or f"solver {result.solver}"
         return result
