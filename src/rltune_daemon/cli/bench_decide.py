@@ -101,10 +101,11 @@ def bench_decide(args: argparse.Namespace) -> int:
     from rltune_daemon.domain.history import FinishedRuns
     from rltune_daemon.errors import UserError
     from rltune_daemon.features.schema import new_history
-    from rltune_daemon.placement.milp import make_milp_placer
     from rltune_daemon.planner import PlannerConfig, PlannerMemory, plan
     from rltune_daemon.planner.plan import inputs_from
     from rltune_daemon.policies.base import QueueView
+    from rltune_daemon.service.config import PlannerSection
+    from rltune_daemon.service.policy import CountingPlacer
 
     try:
         sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
@@ -129,7 +130,8 @@ def bench_decide(args: argparse.Namespace) -> int:
         best: dict[str, float] = {}
         solvers: list[str] = []
         for _ in range(max(1, args.repeat)):
-            placer = _TimedPlacer(make_milp_placer())
+            # the daemon's own placer and CBC settings (wall-clock limit, planner.milp_time_limit)
+            placer = _TimedPlacer(CountingPlacer("milp", PlannerSection().milp_time_limit))
             t0 = time.perf_counter()
             inp = inputs_from(snap)
             t1 = time.perf_counter()
