@@ -185,7 +185,7 @@ def test_cbc_command_line(monkeypatch: pytest.MonkeyPatch, placer: Any, flags: d
 
     monkeypatch.setattr(subprocess, "Popen", spy)
     res = placer(_two_job_context(), np.array([0, 1]))
-    assert res.solver == "milp" and not res.fallback and set(res.allocations) == {0, 1}
+    assert res.solver == "milp" and not res.fallback and not res.reason and set(res.allocations) == {0, 1}
     (argv,) = argvs
     given = dict(pairwise(argv))
     assert {k: given.get(k) for k in flags} == flags
@@ -221,7 +221,7 @@ def test_solver_failure_falls_back_to_greedy_and_is_counted(monkeypatch: pytest.
     milp.reset_fallback_counts()
     monkeypatch.setattr(milp, "_solve_lp", broken)
     res = milp_placer(ctx, rows, time_limit=SOLVE_S)
-    assert res.solver == "greedy" and res.fallback.startswith(reason)
+    assert res.solver == "greedy" and res.reason == reason and res.fallback.startswith(reason)
     assert {r: a.nodes.tolist() for r, a in res.allocations.items()} == \
         {r: a.nodes.tolist() for r, a in want.allocations.items()}
     assert milp.fallback_counts()[reason] == 1
@@ -235,7 +235,7 @@ def test_inconsistent_solution_falls_back(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(milp, "solve", lambda problem, opts: list(range(len(problem.options))))
     milp.reset_fallback_counts()
     res = milp_placer(_two_job_context(), np.array([0, 1]), time_limit=SOLVE_S)
-    assert res.solver == "greedy" and res.fallback.startswith("inconsistent")
+    assert res.solver == "greedy" and res.reason == "inconsistent"
     assert milp.fallback_counts()["inconsistent"] == 1
 
 
@@ -261,7 +261,7 @@ def test_failed_cbc_leaves_no_files(monkeypatch: pytest.MonkeyPatch, tmp_path: A
     monkeypatch.setattr(pulp.PULP_CBC_CMD, "pulp_cbc_path", cbc)
     milp.reset_fallback_counts()
     res = milp_placer(_two_job_context(), np.array([0, 1]), time_limit=SOLVE_S)
-    assert res.solver == "greedy" and res.fallback.startswith("solver-error")
+    assert res.solver == "greedy" and res.reason == "solver-error"
     assert milp.fallback_counts()["solver-error"] == 1
     assert list(tmp_path.iterdir()) == []
 
@@ -282,5 +282,5 @@ def test_unwritable_temporary_directory_falls_back_to_greedy(monkeypatch: pytest
     _temp_into(monkeypatch, tmp_path / "gone")
     milp.reset_fallback_counts()
     res = milp_placer(_two_job_context(), np.array([0, 1]), time_limit=SOLVE_S)
-    assert res.solver == "greedy" and res.fallback.startswith("solver-error")
+    assert res.solver == "greedy" and res.reason == "solver-error"
     assert milp.fallback_counts()["solver-error"] == 1

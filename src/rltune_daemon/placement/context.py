@@ -23,20 +23,23 @@ class PlacementContext:
     effects: EffectsConfig = field(default_factory=EffectsConfig)
 
 
-# why the MILP's result was not used (``PlacementResult.fallback`` starts with one and a colon); the
-# daemon adds ``unavailable`` (no MILP module) for its ``rltune_milp_fallbacks_total{reason}``
+# why the MILP's result was not used (``PlacementResult.reason``); the daemon adds ``unavailable`` (no
+# MILP module) for its ``rltune_milp_fallbacks_total{reason}``
 FALLBACK_REASONS = ("timeout", "infeasible", "solver-error", "inconsistent")
 
 
 @dataclass(frozen=True)
 class PlacementResult:
     """Allocations for the ranked jobs that can start now, jointly feasible. ``solver`` says what
-    produced them (``milp`` or ``greedy``); ``fallback`` says why the MILP was not used, if it was not."""
+    produced them (``milp`` or ``greedy``); when the MILP was not used, ``reason`` says why (one of
+    ``FALLBACK_REASONS``, what counters group by) and ``fallback`` in words (``"<reason>: <detail>"``, what
+    logs show)."""
 
     allocations: dict[int, Allocation]
     solver: str
     fallback: str = ""
     seconds: float = 0.0
+    reason: str = ""
 
 
 class Placer(Protocol):

@@ -21,7 +21,7 @@ Every term is per option, so the model is an assignment problem with knapsack ro
 an earlier form with per-node "touched"/"exclusive" binaries needed 0.1 s to minutes in CBC for K=16
 (docs/placement.md). Jobs beyond ``max_jobs`` are placed greedily on what the MILP leaves. On timeout,
 infeasibility, solver error or an inconsistent solution the greedy placer's result is returned with
-``solver="greedy"`` and ``fallback="<reason>: <detail>"``; fallbacks are counted by reason in this
+``solver="greedy"``, ``reason`` and ``fallback="<reason>: <detail>"``; fallbacks are counted by reason in this
 process (``fallback_counts()``, for benchmarks and tests; the daemon counts its own in
 ``service.policy.CountingPlacer``).
 """
@@ -246,7 +246,7 @@ def solve(problem: Problem, opts: MilpOptions) -> list[int]:
 def _fallback(ctx: PlacementContext, rows: I64, reason: str, detail: str, t0: float) -> PlacementResult:
     _count(reason)
     res = greedy_placer(ctx, rows)
-    return PlacementResult(res.allocations, "greedy", f"{reason}: {detail}", time.perf_counter() - t0)
+    return PlacementResult(res.allocations, "greedy", f"{reason}: {detail}", time.perf_counter() - t0, reason)
 
 
 def milp_placer(ctx: PlacementContext, rows: I64, *, time_limit: float = 0.05, threads: int = 1,

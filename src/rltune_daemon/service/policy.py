@@ -133,7 +133,7 @@ class CountingPlacer:
     def __call__(self, ctx: PlacementContext, rows: I64) -> PlacementResult:
         result = self.inner(ctx, rows)
         if self.kind == "milp" and (self.unavailable or result.fallback or result.solver != "milp"):
-            reason = "unavailable" if self.unavailable else result.fallback.partition(":")[0]
+            reason = "unavailable" if self.unavailable else result.reason
             self.fallbacks[reason if reason in PLACER_FALLBACK_REASONS else "solver-error"] += 1
             self.last_fallback = self.unavailable or result.fallback or f"solver {result.solver}"
         return result
