@@ -31,9 +31,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--policies", default=",".join(BASELINES),
                    help="comma-separated: fcfs,sjf,wfp3,unicep,f1,multifactor,qssf, rltune:<model dir> "
                         "(learned) and daemon:<baseline> (a baseline as the daemon applies it, no model)")
-    p.add_argument("--windows", type=int, default=10)
-    p.add_argument("--window-size", type=int, default=1024)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--windows", type=int, default=10, help="windows to simulate (default 10)")
+    p.add_argument("--window-size", type=int, default=1024, help="jobs per window (default 1024)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="which windows are drawn, and the estimate model's seed: same seed, same numbers")
     p.add_argument("--estimates", choices=("oracle", "user", "trace"), default="user",
                    help="requested-time model every policy sees (default: user)")
     p.add_argument("--mode", choices=("daemon", "event"), default="daemon",

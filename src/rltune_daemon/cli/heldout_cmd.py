@@ -14,8 +14,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("heldout", help="measure a model against its base policy on its trace's held-out "
                                        "windows and record the result in its manifest")
     p.add_argument("model", type=Path, help="model directory, e.g. models/testbed-multifactor")
-    p.add_argument("--windows", type=int, default=10)
-    p.add_argument("--window-size", type=int, default=1024)
+    p.add_argument("--windows", type=int, default=10, help="held-out windows (default 10, as training)")
+    p.add_argument("--window-size", type=int, default=1024, help="jobs per window (default 1024)")
     p.add_argument("--seed", type=int, default=None,
                    help="which held-out windows (default: the model's training seed, as training draws them)")
     p.add_argument("--bf-reservations", type=int, default=None, metavar="N",

@@ -13,11 +13,14 @@ from rltune_daemon.policies import BASELINES
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "train", help="train the RLTune actor in the simulator (PPO or cross-entropy search)")
-    p.add_argument("--trace", required=True)
+    p.add_argument("--trace", help="trace name (see 'rltune trace list') or file to train on; its last 10 %% "
+                        "is held out")
     p.add_argument("--base", default="sjf",
                    help=f"base policy the reward compares with ({', '.join(BASELINES)})")
     p.add_argument("--minutes", type=float, default=30.0, help="time budget for rollouts and updates")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="seeds the network, the episode windows and the estimate model (the same seed and "
+                        "iteration count give the same model: --recipe)")
     p.add_argument("--out", type=Path, required=True, help="model directory, e.g. models/philly-sjf")
     p.add_argument("--mode", choices=("daemon", "event"), default="daemon",
                    help="deployment mode to train in (default daemon: what a real Slurm gets)")
@@ -27,16 +30,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_bf_reservations(p)
     p.add_argument("--features", choices=("sampled", "naive"), default="sampled",
                    help="sampled = paper's engineered+sampled features; naive = raw job features (ablation)")
-    p.add_argument("--metric", choices=("bsld", "wait", "bsld+wait"), default="bsld+wait")
-    p.add_argument("--estimates", choices=("oracle", "user", "trace"), default="user")
+    p.add_argument("--metric", choices=("bsld", "wait", "bsld+wait"), default="bsld+wait",
+                   help="what the reward measures: the relative gap to the base policy in mean bounded "
+                        "slowdown, mean wait, or the mean of both gaps (default)")
+    p.add_argument("--estimates", choices=("oracle", "user", "trace"), default="user",
+                   help="requested-time model the policies and features see (default: user, as evaluate)")
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="trace option")
     p.add_argument("--workers", type=int, default=0, help="rollout processes (default: all cores)")
-    p.add_argument("--episodes-per-iter", type=int, default=16)
-    p.add_argument("--episode-jobs", type=int, default=256)
+    p.add_argument("--episodes-per-iter", type=int, default=16, help="ppo: rollouts per update")
+    p.add_argument("--episode-jobs", type=int, default=256,
+                   help="jobs per training window (the shipped models: 1024, as the held-out windows)")
     p.add_argument("--max-iterations", type=int, default=0, help="stop after N updates (0: use --minutes)")
-    p.add_argument("--heldout-windows", type=int, default=10,
-                   help="held-out windows evaluated after training and recorded in the manifest (0: skip)")
-    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--heldout-windows", type=int, default=None,
+                   help="held-out windows evaluated after training and recorded in the manifest (default 10; "
+                        "with --recipe the model's own; 0: skip)")
+    p.add_argument("--lr", type=float, default=1e-3, help="ppo: Adam learning rate")
     p.add_argument("--warm-start", type=int, default=0, metavar="EPISODES",
                    help="first imitate the base policy's ranking on this many episodes (0: random init)")
     p.add_argument("--init", type=Path, default=None, metavar="MODEL",
@@ -76,7 +84,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--cem-sigma", type=float, default=0.5,
                    help="cem: first spread of the weights, relative to the starting weights' size "
                         "(absolute when they are zero: --reach)")
+    p.add_argument("--recipe", type=Path, default=None, metavar="MODEL",
+                   help="repeat MODEL's run: every setting, the seed and the iteration count its manifest "
+                        "records (only --out, --workers, --init, --max-iterations, --heldout-windows may be "
+                        "given), then say whether the new actor has the same weights")
     p.set_defaults(func=run)
+    p.set_defaults(parser_defaults=vars(p.parse_args(["--out", "_"])))  # --recipe: what was not given
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,6 +99,10 @@ def run(args: argparse.Namespace) -> int:
     from rltune_daemon.policies import make_policy
     from rltune_daemon.train.ppo import TrainArgs, train
 
+    if args.recipe is not None:
+        return _recipe(args)
+    if args.trace is None:
+        raise UserError("--trace is required (or --recipe MODEL to repeat a model's run)")
     make_policy(args.base)  # validate before any work
     # train on the same workload the evaluation splits (e.g. testbed with jobs=20480)
     opts = {**EVAL_DEFAULT_OPTS.get(args.trace, {}), **parse_opts(args.opt)}
@@ -103,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
         react=args.react, bf_reservations=args.bf_reservations,
         features=args.features, metric=args.metric, estimates=args.estimates, opts=opts,
         workers=args.workers, episodes_per_iter=args.episodes_per_iter, episode_jobs=args.episode_jobs,
-        max_iterations=args.max_iterations, heldout_windows=args.heldout_windows, lr=args.lr,
+        max_iterations=args.max_iterations, heldout_windows=10 if args.heldout_windows is None else
+        args.heldout_windows, lr=args.lr,
         warm_start_episodes=args.warm_start, init=args.init, credit=args.credit, reach=args.reach,
         reach_beta=args.reach_beta,
         episodes=args.episodes, screen_episodes=args.screen_episodes, validation=args.validation,
@@ -111,8 +129,48 @@ def run(args: argparse.Namespace) -> int:
         cem_population=args.cem_population, cem_episodes=args.cem_episodes, cem_elite=args.cem_elite,
         cem_sigma=args.cem_sigma, progress=sys.stderr.isatty(),
     )
+    _report(train(targs), args.out)
+    return 0
+
+
+SUMMARY = ("trace", "base_policy", "mode", "features", "training_minutes", "iterations", "best_iteration",
+           "validation_reward", "heldout")
+RECIPE_FREE = {"recipe", "out", "workers", "init", "max_iterations", "heldout_windows",
+               "func", "parser_defaults", "argv"}
+
+
+def _report(manifest: dict[str, object], out: Path) -> None:
+    print_json({k: manifest.get(k) for k in SUMMARY})
+    print(f"wrote {out}/actor.pt, manifest.json, training.csv, training_curve.png")
+
+
+def _recipe(args: argparse.Namespace) -> int:
+    """``--recipe MODEL``: train with the model's recorded settings, then compare the actors."""
+    import sys
+
+    from rltune_daemon.train.ppo import train
+    from rltune_daemon.train.recipe import actor_difference, recipe_args
+
+    given = sorted(k for k, v in vars(args).items()
+                   if k not in RECIPE_FREE and v != args.parser_defaults.get(k, v))
+    if given:
+        flags = ", ".join(f"--{k.replace('_', '-')}" for k in given)
+        raise UserError(f"{flags}: --recipe takes every setting from the model's manifest; drop "
+                        f"{'them' if len(given) > 1 else 'it'}")
+    if args.recipe.resolve() == args.out.resolve():
+        raise UserError(f"--out {args.out}: that is the model being repeated; give a new directory")
+    targs, notes = recipe_args(args.recipe, args.out, init=args.init, workers=args.workers,
+                               max_iterations=args.max_iterations, heldout_windows=args.heldout_windows,
+                               progress=sys.stderr.isatty())
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     manifest = train(targs)
-    print_json({k: manifest.get(k) for k in ("trace", "base_policy", "mode", "features", "training_minutes",
-                                             "iterations", "best_iteration", "validation_reward", "heldout")})
-    print(f"wrote {args.out}/actor.pt, manifest.json, training.csv, training_curve.png")
+    _report(manifest, args.out)
+    diff = actor_difference(args.recipe, args.out)
+    if diff == 0.0:
+        print(f"same actor weights as {args.recipe}")
+    elif diff is None:
+        print(f"differs from {args.recipe}: other layers")
+    else:
+        print(f"differs from {args.recipe}: largest weight difference {diff:.3g}")
     return 0

@@ -24,6 +24,7 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
     from rltune_daemon import features
     from rltune_daemon.features import naive
     from rltune_daemon.train.heldout import HeldoutSpec, measure_heldout, write_manifest
+    from rltune_daemon.train.ppo import rollout_settings
 
     out = args.out
     actor.eval()
@@ -56,6 +57,7 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
         "validation_reward_start": start_val,  # iteration 0: a residual run's base order, --init's model
         "episode_jobs": args.episode_jobs,
         "bf_reservations": args.bf_reservations,  # the simulator's backfill it was trained and measured under
+        "rollouts": rollout_settings(args),  # the planner settings its episodes ran under (guard, cycles)
         "hyperparameters": {k: v for k, v in vars(args).items() if k not in {"out", "trace", "opts"}
                             and not isinstance(v, Path)},
     }

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -37,11 +37,16 @@ from tqdm import tqdm
 
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.errors import UserError
+from rltune_daemon.planner.config import INTERVAL_DEFAULT, PlannerConfig
 from rltune_daemon.sim.config import SimConfig, checked_reservations
 from rltune_daemon.train.credit import gae, metric_key, reward_scale, step_rewards
 from rltune_daemon.train.history import EpisodeHistory
 from rltune_daemon.train.network import Actor, Critic, first_pick_entropy, plackett_luce_logp
 from rltune_daemon.train.sampling import SamplingPolicy, Step
+
+if TYPE_CHECKING:
+    from rltune_daemon.policies.base import Policy
+    from rltune_daemon.sim.controller import Controller
 
 
 @dataclass
@@ -101,6 +106,9 @@ METRICS = ("bsld", "wait_mean")
 
 
 def _worker_init(args: TrainArgs) -> None:
+    """Each rollout process's state; also run in the main process, so the warm start and the updates
+    use one intra-op thread too: a thread count changes the order of float reductions, and the same seed
+    must give the same model on a laptop and on a 64-core node (tests/train/test_train_reproduce.py)."""
     from rltune_daemon.traces import load_workload, split_by_time
 
     torch.set_num_threads(1)
@@ -115,6 +123,29 @@ def _worker_init(args: TrainArgs) -> None:
 def sim_config(args: TrainArgs) -> SimConfig:
     """The simulator every rollout, base run and warm start of a training uses."""
     return SimConfig(bf_reservations=args.bf_reservations)
+
+
+# Rollouts run the policy as the daemon would, with the planner's shipped guard but Slurm's own
+# placement (the actor learns an order; the MILP is added at evaluation and in the daemon).
+ROLLOUT_PLANNER = PlannerConfig(placement=False)
+
+
+def rollout_controller(policy: Policy, args: TrainArgs) -> Controller:
+    """How every rollout and warm-start episode runs ``policy`` (``args.mode``, ``args.react``)."""
+    from rltune_daemon.sim.modes import planner_controller
+
+    return planner_controller(policy, args.mode, placement=False, config=ROLLOUT_PLANNER,
+                              interval=INTERVAL_DEFAULT, react=args.react)
+
+
+def rollout_settings(args: TrainArgs) -> dict[str, Any]:
+    """What the manifest records of ``rollout_controller``: the guard is this version's default, not an
+    argument, so a later version with another default can tell that its re-run differs."""
+    cfg = ROLLOUT_PLANNER
+    return {"interval": INTERVAL_DEFAULT, "react": args.react, "starvation_seconds": cfg.starvation_seconds,
+            "starvation_slots": cfg.starvation_slots, "starvation_stretch": cfg.starvation_stretch,
+            "starvation_cap_seconds": cfg.starvation_cap_seconds,
+            "starvation_reference": cfg.starvation_reference}
 
 
 def episode_workload(train: Workload, start: int, size: int) -> Workload:
@@ -166,7 +197,6 @@ def contended_starts(candidates: np.ndarray[Any, np.dtype[np.int64]], base_bsld:
 
 def _episode(actor: Actor, critic: Critic, start: int, seed: int, deterministic: bool) -> dict[str, Any]:
     from rltune_daemon.sim import Simulator
-    from rltune_daemon.sim.modes import planner_controller
 
     args: TrainArgs = _W["args"]
     base = _base_metrics(start)
@@ -178,7 +208,7 @@ def _episode(actor: Actor, critic: Critic, start: int, seed: int, deterministic:
     policy = SamplingPolicy(actor, critic, args.features, rng, args.top_m, deterministic,
                             _W["history"].history(start) if args.features == "sampled" else None,
                             **_residual(args, start))
-    ctl = planner_controller(policy, args.mode, placement=False, react=args.react)
+    ctl = rollout_controller(policy, args)
     wl = episode_workload(_W["train"], start, args.episode_jobs)
     res = Simulator(wl, ctl, sim_config(args)).run()
     steps = policy.steps
@@ -372,9 +402,14 @@ class Session:
 
     def spread(self, actor: dict[str, torch.Tensor], jobs: list[tuple[int, int]],
                deterministic: bool) -> list[dict[str, Any]]:
-        """One actor's episodes, split over the workers."""
+        """One actor's episodes, split over the workers, returned in ``jobs`` order: the update's batch
+        and the validation mean must not depend on how many workers ran them."""
         parts = [jobs[i :: self.workers] for i in range(self.workers)]
-        return [ep for part in self.rollouts([(actor, p) for p in parts if p], deterministic) for ep in part]
+        done = self.rollouts([(actor, p) for p in parts if p], deterministic)
+        out: list[dict[str, Any]] = [{}] * len(jobs)
+        for i, part in enumerate(done):
+            out[i :: self.workers] = part
+        return out
 
     def validate(self, actor: dict[str, torch.Tensor]) -> float:
         """Mean reward of the deterministic actor on the fixed validation windows."""
@@ -465,7 +500,6 @@ def open_session(args: TrainArgs) -> Session:
     t_start = time.perf_counter()
     rng = np.random.default_rng(args.seed)
     torch.manual_seed(args.seed)
-    torch.set_num_threads(max(1, os.cpu_count() or 1))
     _check(args)
     actor, critic = networks(args)
     init = None
@@ -583,7 +617,6 @@ def warm_start(actor: Actor, args: TrainArgs, train_wl: Workload,
     """Behaviour-clone the base policy's ranking (see ``imitation``); returns what was done."""
     from rltune_daemon.policies import make_policy
     from rltune_daemon.sim import Simulator
-    from rltune_daemon.sim.modes import planner_controller
     from rltune_daemon.train.imitation import ImitationRecorder, fit_imitation
 
     t0 = time.perf_counter()
@@ -592,7 +625,7 @@ def warm_start(actor: Actor, args: TrainArgs, train_wl: Workload,
     for start in starts:
         rec = ImitationRecorder(hist.prime(make_policy(args.base), int(start)), args.features, args.top_m,
                                 hist.history(int(start)) if args.features == "sampled" else None)
-        ctl = planner_controller(rec, args.mode, placement=False, react=args.react)
+        ctl = rollout_controller(rec, args)
         Simulator(episode_workload(train_wl, int(start), args.episode_jobs), ctl, sim_config(args)).run()
         samples.extend(rec.samples)
     nll = fit_imitation(actor, samples, args.top_m, seed=args.seed)
