@@ -99,7 +99,8 @@ def train_cem(args: TrainArgs) -> dict[str, Any]:
                 print(f"gen {it} min {row['minutes']:.1f} mean {row['reward']:+.3f} "
                       f"population {row['population_reward']:+.3f} top {row['top_reward']:+.3f} "
                       f"sigma {row['sigma']:.3f} val {row['val_reward']:+.3f}", flush=True)
-            session.tick(gen=str(it), mean=f"{row['reward']:+.3f}", val=f"{session.best['val_reward']:+.3f}")
+            session.tick(it, gen=str(it), mean=f"{row['reward']:+.3f}",
+                         val=f"{session.best['val_reward']:+.3f}")
     finally:
         session.close()
     return session.finish("reward of the generation's mean weights")

@@ -440,10 +440,11 @@ class Session:
         self.rows.append(row)
         _write_csv(self.args.out / "training.csv", self.rows)
 
-    def tick(self, **postfix: str) -> None:
-        self.bar.set_postfix(**postfix)
-        self.bar.n = min(int(self.elapsed), int(self.args.minutes * 60.0))
-        self.bar.refresh()
+    def tick(self, done: int, **postfix: str) -> None:
+        """After iteration ``done``: the bar counts iterations when they bound the run, else seconds."""
+        limit = self.args.max_iterations
+        self.bar.n = done if limit else min(int(self.elapsed), int(self.args.minutes * 60.0))
+        self.bar.set_postfix(**postfix)  # refreshes the bar
 
     def close(self) -> None:
         self.bar.close()
@@ -543,8 +544,9 @@ def open_session(args: TrainArgs) -> Session:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
         raise
-    session.bar = tqdm(total=int(args.minutes * 60.0), unit="s", desc=f"train {args.trace}",
-                       disable=not args.progress)
+    limit = args.max_iterations
+    session.bar = tqdm(total=limit or int(args.minutes * 60.0), unit="it" if limit else "s",
+                       desc=f"train {args.trace}", disable=not args.progress)
     return session
 
 
@@ -594,7 +596,8 @@ def train(args: TrainArgs) -> dict[str, Any]:
                       f"reward {row['reward']:+.3f} "
                       f"val {row['val_reward']:+.3f} bsld {row['rl_bsld']:.2f}/{row['base_bsld']:.2f} "
                       f"wait {row['rl_wait']:.0f}/{row['base_wait']:.0f}", flush=True)
-            session.tick(it=str(it), reward=f"{row['reward']:+.3f}", val=f"{session.best['val_reward']:+.3f}")
+            session.tick(it, it=str(it), reward=f"{row['reward']:+.3f}",
+                         val=f"{session.best['val_reward']:+.3f}")
     finally:
         session.close()
     return session.finish()
