@@ -57,11 +57,13 @@ def test_workers_and_threads_do_not_change_the_model(tmp_path: Path) -> None:
 def test_recipe_repeats_a_run_that_stopped_on_its_time_budget(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     first = tmp_path / "first"
-    manifest = train(tiny_args(first, minutes=0.03, max_iterations=0, warm_start_episodes=2, seed=2))
+    manifest = train(tiny_args(first, minutes=0.03, max_iterations=0, warm_start_episodes=2, seed=2,
+                               starvation_reference="priority"))
     assert manifest["iterations"] >= 1
     from rltune_daemon.train.ppo import rollout_settings
 
-    assert manifest["rollouts"] == rollout_settings(tiny_args(first))
+    assert manifest["rollouts"] == rollout_settings(tiny_args(first, starvation_reference="priority"))
+    assert manifest["rollouts"]["starvation_reference"] == "priority"
     again = tmp_path / "again"
     assert main(["train", "--recipe", str(first), "--out", str(again)]) == 0  # all cores, not 1 worker
     out = capsys.readouterr().out
@@ -70,6 +72,7 @@ def test_recipe_repeats_a_run_that_stopped_on_its_time_budget(tmp_path: Path,
     a, b = _manifest(first), _manifest(again)
     assert b["iterations"] == a["iterations"] and b["validation_reward"] == a["validation_reward"]
     assert b["hyperparameters"]["max_iterations"] == a["iterations"]
+    assert b["hyperparameters"]["starvation_reference"] == "priority"
 
 
 def test_recipe_reports_a_different_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -121,6 +124,11 @@ def test_recipe_notes_what_the_manifest_predates(tmp_path: Path) -> None:
     args, notes = recipe_args(_fake_model(tmp_path / "other", {**base, "rollouts": rollouts}), tmp_path / "x")
     assert args.seed == 7 and args.base == "fcfs" and args.max_iterations == 3
     assert any("starvation_reference priority -> both" in n for n in notes)
+    # a manifest older than the guard setting: the caller says which guard its run had
+    args, notes = recipe_args(tmp_path / "old", tmp_path / "x", starvation_reference="priority")
+    assert args.starvation_reference == "priority"
+    assert not any("starvation_reference" in n for n in notes)
+    assert any("(reference priority, stretch 2)" in n for n in notes)
 
 
 @pytest.mark.parametrize(("extra", "manifest", "needle"), [
@@ -128,6 +136,9 @@ def test_recipe_notes_what_the_manifest_predates(tmp_path: Path) -> None:
     (["--base", "fcfs", "--minutes", "1"], None, "--base, --minutes: --recipe takes every setting"),
     ([], {"trace": "testbed"}, "records no hyperparameters or iteration count"),
     ([], {"trace": "testbed", "iterations": 0, "hyperparameters": {}}, "records 0 iterations"),
+    (["--starvation-reference", "submit"],
+     {"trace": "testbed", "iterations": 1, "hyperparameters": {"starvation_reference": "both"}},
+     "records its own (both); drop it"),
 ])
 def test_recipe_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str],
                                       manifest: dict[str, Any] | None, needle: str) -> None:

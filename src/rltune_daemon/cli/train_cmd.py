@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rltune_daemon.cli.common import add_bf_reservations, parse_opts, print_json
 from rltune_daemon.errors import UserError
+from rltune_daemon.planner.config import GUARD_REFERENCES, STARVATION_REFERENCE_DEFAULT
 from rltune_daemon.policies import BASELINES
 
 
@@ -28,6 +29,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="daemon mode: rollouts also re-plan within SECONDS of a queue change, as the "
                         "daemon's react does (default 0: 60-s cycles only, faster rollouts)")
     add_bf_reservations(p)
+    p.add_argument("--starvation-reference", choices=GUARD_REFERENCES, default=None,
+                   help="daemon mode: the position the rollouts' starvation guard measures a kept-back job "
+                        "against, as the daemon's starvation_reference: train under the one you deploy "
+                        f"with (default {STARVATION_REFERENCE_DEFAULT}; with --recipe only for a model whose "
+                        "manifest predates it)")
     p.add_argument("--features", choices=("sampled", "naive"), default="sampled",
                    help="sampled = paper's engineered+sampled features; naive = raw job features (ablation)")
     p.add_argument("--metric", choices=("bsld", "wait", "bsld+wait"), default="bsld+wait",
@@ -86,8 +92,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "(absolute when they are zero: --reach)")
     p.add_argument("--recipe", type=Path, default=None, metavar="MODEL",
                    help="repeat MODEL's run: every setting, the seed and the iteration count its manifest "
-                        "records (only --out, --workers, --init, --max-iterations, --heldout-windows may be "
-                        "given), then say whether the new actor has the same weights")
+                        "records (only --out, --workers, --init, --max-iterations, --heldout-windows and "
+                        "--starvation-reference may be given), then say whether the new actor has the same "
+                        "weights")
     p.set_defaults(func=run)
     p.set_defaults(parser_defaults=vars(p.parse_args(["--out", "_"])))  # --recipe: what was not given
 
@@ -118,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
     targs = TrainArgs(
         trace=args.trace, out=args.out, base=args.base, minutes=args.minutes, seed=args.seed, mode=args.mode,
         react=args.react, bf_reservations=args.bf_reservations,
+        starvation_reference=args.starvation_reference or STARVATION_REFERENCE_DEFAULT,
         features=args.features, metric=args.metric, estimates=args.estimates, opts=opts,
         workers=args.workers, episodes_per_iter=args.episodes_per_iter, episode_jobs=args.episode_jobs,
         max_iterations=args.max_iterations, heldout_windows=10 if args.heldout_windows is None else
@@ -136,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
 SUMMARY = ("trace", "base_policy", "mode", "features", "training_minutes", "iterations", "best_iteration",
            "validation_reward", "heldout")
 RECIPE_FREE = {"recipe", "out", "workers", "init", "max_iterations", "heldout_windows",
-               "func", "parser_defaults", "argv"}
+               "starvation_reference", "func", "parser_defaults", "argv"}
 
 
 def _report(manifest: dict[str, object], out: Path) -> None:
@@ -161,6 +169,7 @@ def _recipe(args: argparse.Namespace) -> int:
         raise UserError(f"--out {args.out}: that is the model being repeated; give a new directory")
     targs, notes = recipe_args(args.recipe, args.out, init=args.init, workers=args.workers,
                                max_iterations=args.max_iterations, heldout_windows=args.heldout_windows,
+                               starvation_reference=args.starvation_reference,
                                progress=sys.stderr.isatty())
     for note in notes:
         print(f"note: {note}", file=sys.stderr)

@@ -37,7 +37,13 @@ from tqdm import tqdm
 
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.errors import UserError
-from rltune_daemon.planner.config import INTERVAL_DEFAULT, PlannerConfig
+from rltune_daemon.planner.config import (
+    GUARD_REFERENCES,
+    INTERVAL_DEFAULT,
+    STARVATION_REFERENCE_DEFAULT,
+    PlannerConfig,
+    guard_reference,
+)
 from rltune_daemon.sim.config import SimConfig, checked_reservations
 from rltune_daemon.train.credit import gae, metric_key, reward_scale, step_rewards
 from rltune_daemon.train.history import EpisodeHistory
@@ -59,6 +65,7 @@ class TrainArgs:
     mode: str = "daemon"  # daemon | event
     react: float = 0.0  # daemon mode: queue-check period (s) in rollouts; 0 = 60-s cycles only (faster)
     bf_reservations: int = 1  # blocked jobs per partition the simulator's backfill reserves for (1: EASY)
+    starvation_reference: str = STARVATION_REFERENCE_DEFAULT  # daemon mode: the guard's reference (rollouts)
     features: str = "sampled"  # sampled | naive
     metric: str = "bsld+wait"  # bsld | wait | bsld+wait
     estimates: str | None = "user"
@@ -125,23 +132,25 @@ def sim_config(args: TrainArgs) -> SimConfig:
     return SimConfig(bf_reservations=args.bf_reservations)
 
 
-# Rollouts run the policy as the daemon would, with the planner's shipped guard but Slurm's own
-# placement (the actor learns an order; the MILP is added at evaluation and in the daemon).
-ROLLOUT_PLANNER = PlannerConfig(placement=False)
+def rollout_planner(args: TrainArgs) -> PlannerConfig:
+    """Rollouts run the policy as the daemon would, with the planner's guard (its reference as given,
+    the rest this version's defaults) but Slurm's own placement: the actor learns an order; the MILP is
+    added at evaluation and in the daemon."""
+    return PlannerConfig(placement=False, starvation_reference=guard_reference(args.starvation_reference))
 
 
 def rollout_controller(policy: Policy, args: TrainArgs) -> Controller:
     """How every rollout and warm-start episode runs ``policy`` (``args.mode``, ``args.react``)."""
     from rltune_daemon.sim.modes import planner_controller
 
-    return planner_controller(policy, args.mode, placement=False, config=ROLLOUT_PLANNER,
+    return planner_controller(policy, args.mode, placement=False, config=rollout_planner(args),
                               interval=INTERVAL_DEFAULT, react=args.react)
 
 
 def rollout_settings(args: TrainArgs) -> dict[str, Any]:
-    """What the manifest records of ``rollout_controller``: the guard is this version's default, not an
-    argument, so a later version with another default can tell that its re-run differs."""
-    cfg = ROLLOUT_PLANNER
+    """What the manifest records of ``rollout_controller``: most of the guard is this version's default,
+    not an argument, so a later version with another default can tell that its re-run differs."""
+    cfg = rollout_planner(args)
     return {"interval": INTERVAL_DEFAULT, "react": args.react, "starvation_seconds": cfg.starvation_seconds,
             "starvation_slots": cfg.starvation_slots, "starvation_stretch": cfg.starvation_stretch,
             "starvation_cap_seconds": cfg.starvation_cap_seconds,
@@ -487,6 +496,9 @@ def _check(args: TrainArgs) -> None:
     if args.init is not None and args.warm_start_episodes > 0:
         raise UserError(f"--init {args.init} starts from that model's weights: drop --warm-start")
     checked_reservations(args.bf_reservations)
+    if args.starvation_reference not in GUARD_REFERENCES:
+        raise UserError(f"starvation_reference {args.starvation_reference!r}: expected one of "
+                        f"{', '.join(GUARD_REFERENCES)}")
 
 
 def networks(args: TrainArgs) -> tuple[Actor, Critic]:

@@ -45,9 +45,11 @@ def _start_model(model: Path, manifest: dict[str, Any], init: Path | None) -> Pa
 
 def recipe_args(model: Path, out: Path, *, init: Path | None = None, workers: int = 0,
                 max_iterations: int = 0, heldout_windows: int | None = None,
+                starvation_reference: str | None = None,
                 progress: bool = False) -> tuple[TrainArgs, list[str]]:
     """``TrainArgs`` that repeat ``model``'s run into ``out``, and notes on what may keep the result
-    from being the same (settings the manifest predates, another rollout guard, another torch)."""
+    from being the same (settings the manifest predates, another rollout guard, another torch).
+    ``starvation_reference`` supplies the guard of a run whose manifest predates recording it."""
     import torch
 
     manifest = read_manifest(model)
@@ -60,13 +62,18 @@ def recipe_args(model: Path, out: Path, *, init: Path | None = None, workers: in
         raise UserError(f"--recipe {model}: it records {done} iterations, nothing to repeat")
     fields = {f.name for f in dataclasses.fields(TrainArgs)} - NOT_RECIPE
     notes = []
-    missing = sorted(fields - hp.keys())
+    missing = sorted(fields - hp.keys() - ({"starvation_reference"} if starvation_reference else set()))
     if missing:
         notes.append(f"its manifest predates {', '.join(missing)}: this run uses the defaults")
     unknown = sorted(hp.keys() - fields - NOT_RECIPE)
     if unknown:
         notes.append(f"this version has no {', '.join(unknown)}: ignored")
     settings = {k: v for k, v in hp.items() if k in fields}
+    if starvation_reference is not None:
+        if "starvation_reference" in hp:
+            raise UserError(f"--starvation-reference: {model} records its own "
+                            f"({hp['starvation_reference']}); drop it")
+        settings["starvation_reference"] = starvation_reference
     if heldout_windows is not None:
         settings["heldout_windows"] = heldout_windows
     args = TrainArgs(trace=str(manifest["trace"]), out=out, opts=dict(manifest.get("trace_options") or {}),
