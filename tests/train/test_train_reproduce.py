@@ -57,7 +57,7 @@ def test_workers_and_threads_do_not_change_the_model(tmp_path: Path) -> None:
 def test_recipe_repeats_a_run_that_stopped_on_its_time_budget(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     first = tmp_path / "first"
-    manifest = train(tiny_args(first, minutes=0.03, max_iterations=0, warm_start_episodes=2, seed=2,
+    manifest = train(tiny_args(first, minutes=0.15, max_iterations=0, warm_start_episodes=2, seed=2,
                                starvation_reference="priority"))
     assert manifest["iterations"] >= 1
     from rltune_daemon.train.ppo import rollout_settings
