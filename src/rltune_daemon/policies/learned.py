@@ -170,16 +170,23 @@ def read_manifest(path: Path) -> dict[str, Any]:
     return data
 
 
+def actor_sha256(model_dir: Path) -> str | None:
+    """The first 16 hex digits of the actor file's SHA-256 (what results and manifests name a model by);
+    None when the directory has no actor file."""
+    model = model_dir / MODEL_FILE
+    return hashlib.sha256(model.read_bytes()).hexdigest()[:16] if model.is_file() else None
+
+
 def model_identity(path: str | Path) -> dict[str, Any]:
     """Which model a result was measured with: the actor file's hash and the run its manifest records,
     so a results file still names its model after the directory has been retrained."""
     p = Path(path)
     manifest = read_manifest(p)
-    model = p / MODEL_FILE
-    if not model.is_file():
+    sha = actor_sha256(p)
+    if sha is None:
         raise UserError(f"model {p}: {MODEL_FILE} is missing")
     heldout = manifest.get("heldout") or {}
-    return {"actor_sha256": hashlib.sha256(model.read_bytes()).hexdigest()[:16],
+    return {"actor_sha256": sha,
             **{k: manifest.get(k) for k in ("trace", "base_policy", "iterations", "best_iteration",
                                             "training_minutes", "seed", "reach")},
             "heldout_bsld": (heldout.get("model") or {}).get("bsld"),

@@ -11,20 +11,15 @@ order, so the number of cores and workers does not enter.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from pathlib import Path
 from typing import Any
 
 from rltune_daemon.errors import UserError
-from rltune_daemon.policies.learned import MODEL_FILE, read_manifest
+from rltune_daemon.policies.learned import MODEL_FILE, actor_sha256, read_manifest
 from rltune_daemon.train.ppo import TrainArgs, rollout_settings
 
 # TrainArgs fields that are not the recipe: where the run writes, how it is run and shown.
 NOT_RECIPE = frozenset({"trace", "out", "opts", "init", "workers", "progress", "max_iterations"})
-
-
-def _sha(model: Path) -> str:
-    return hashlib.sha256((model / MODEL_FILE).read_bytes()).hexdigest()[:16]
 
 
 def _start_model(model: Path, manifest: dict[str, Any], init: Path | None) -> Path | None:
@@ -36,8 +31,9 @@ def _start_model(model: Path, manifest: dict[str, Any], init: Path | None) -> Pa
         return None
     want = str(recorded.get("actor_sha256", ""))
     path = init if init is not None else Path(str(recorded.get("path", "")))
-    if not (path / MODEL_FILE).is_file() or _sha(path) != want:
-        found = f"{path} holds another model" if (path / MODEL_FILE).is_file() else f"{path} has no model"
+    have = actor_sha256(path)
+    if have != want:
+        found = f"{path} has no model" if have is None else f"{path} holds another model"
         raise UserError(f"--recipe {model}: it was fine-tuned from the model whose {MODEL_FILE} has sha256 "
                         f"{want}…, and {found}; pass --init with that model's directory")
     return path
