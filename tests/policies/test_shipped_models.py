@@ -76,3 +76,24 @@ def test_shipped_residual_model_keeps_its_bound(path: Path) -> None:
     spread = np.ptp(np.tanh(policy.raw_scores(view))) * policy.reach / 2
     assert spread > 0 or policy.manifest.get("best_iteration") == 0
     assert (place == ranks).all() or spread > 1  # a swap needs two corrections more than a place apart
+
+
+@pytest.mark.parametrize("path", MODELS, ids=[p.name for p in MODELS])
+def test_a_shipped_models_recorded_rollouts_are_what_its_recipe_runs(path: Path, tmp_path: Path) -> None:
+    """The settings a manifest says the training episodes ran under (what the daemon compares its own
+    with at start) are the ones ``rltune train --recipe`` runs today: a recipe that reproduced a model's
+    weights is the evidence for a record added after training (``amended``)."""
+    from rltune_daemon.policies.learned import read_manifest
+    from rltune_daemon.train.ppo import rollout_settings
+    from rltune_daemon.train.recipe import recipe_args
+
+    manifest = read_manifest(path)
+    if manifest.get("rollouts") is None:
+        pytest.skip("manifest predates recording its rollout settings")
+    init = manifest.get("init")
+    # the testbed model was fine-tuned from T1, which has moved from where its manifest says
+    start = Path(__file__).resolve().parents[2] / "docs/results/testbed-fresh/model-t1" if init else None
+    args, notes = recipe_args(path, tmp_path / "x", init=start)
+    assert rollout_settings(args) == manifest["rollouts"]
+    assert args.starvation_reference == manifest["hyperparameters"]["starvation_reference"]
+    assert not any("planner settings" in n or "starvation_reference" in n for n in notes), notes

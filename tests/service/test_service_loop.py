@@ -276,3 +276,48 @@ def test_a_queue_check_that_throws_is_an_error_not_a_crash(tmp_path: Path) -> No
     assert _triggers(log) == ["start", "queue"]
     assert _sample(d, "rltune_queue_checks_total", result="error") == 1
     assert log.named("queue_check_failed")[0]["kind"] == "internal"
+
+
+def test_start_says_when_the_daemon_runs_other_settings_than_the_models_training(tmp_path: Path) -> None:
+    """A model learns the order that pays off under its training's guard: an admin who runs another guard
+    is told at start and by --check-config, and nothing is said where they agree or the manifest predates
+    recording them. Queue checks are not compared (training skips them by default)."""
+    import contextlib
+    import shutil
+
+    from rltune_daemon.cli.daemon import check_config
+    from rltune_daemon.service.policy import trained_under
+
+    model = tmp_path / "model"
+    shutil.copytree(Path(__file__).parents[2] / "models" / "testbed-multifactor", model)
+    manifest_path = model / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest.pop("rollouts", None)
+    manifest_path.write_text(json.dumps(manifest))
+    d, log, _ = _daemon(tmp_path, ScriptedBackend([snapshot(_queue())]), model=str(model))
+    assert not d.choice.fallback and d.choice.identity["rollouts"] is None
+    d.announce()
+    assert not log.named("model_trained_under")  # nothing recorded: nothing to compare
+
+    trained = {**config(tmp_path).loop_settings(), "react": 0.0, "starvation_reference": "priority"}
+    manifest["rollouts"] = trained
+    manifest_path.write_text(json.dumps(manifest))
+    d, log, _ = _daemon(tmp_path, ScriptedBackend([snapshot(_queue())]), model=str(model))
+    d.announce()
+    (note,) = [e["note"] for e in log.named("model_trained_under")]
+    assert "starvation_reference = 'both' (trained under 'priority')" in note and "react" not in note
+    assert not d.choice.fallback and d.choice.model == str(model)  # the daemon still runs the model
+
+    same = config(tmp_path, model=str(model), planner__starvation_reference="priority",
+                  planner__starvation_stretch=4)
+    assert trained_under(d.choice.identity, same.loop_settings()) == (
+        "this daemon runs starvation_stretch = 4.0 (trained under 2.0): the model learned its order under "
+        "its training settings; compare it with its base policy under yours (docs/operations.md, 'Choosing "
+        "starvation_reference') or train under them")
+    agree = config(tmp_path, model=str(model), planner__starvation_reference="priority")
+    assert trained_under(d.choice.identity, agree.loop_settings()) == ""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert check_config(config(tmp_path, model=str(model)), None) == 0
+    printed = out.getvalue()
+    assert "\nnote: this daemon runs starvation_reference = 'both' (trained under 'priority')" in printed

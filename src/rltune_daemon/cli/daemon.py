@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 def check_config(cfg: DaemonConfig, path: Path | None) -> int:
     """Print the effective configuration and what it resolves to (policy, placer, state file)."""
     from rltune_daemon.policies.learned import LearnedPolicy
-    from rltune_daemon.service.policy import CountingPlacer, choose_policy
+    from rltune_daemon.service.policy import CountingPlacer, choose_policy, trained_under
 
     print(f"# config: {path if path is not None else 'built-in defaults'} + RLTUNE_* environment")
     print(json.dumps(cfg.effective(), indent=2, sort_keys=True))
@@ -63,6 +63,8 @@ def check_config(cfg: DaemonConfig, path: Path | None) -> int:
             print(f"formula: {formula}")
         if choice.behind_base:
             print(f"warning: {choice.behind_base}")
+        if note := trained_under(choice.identity, cfg.loop_settings()):
+            print(f"note: {note}")
     if choice.policy.learns_history:
         print(f"history: {choice.label} learns finished runs from sacct (last "
               f"{cfg.slurm.history_days:g} days, needs slurmdbd; --dry-run shows what it got)")

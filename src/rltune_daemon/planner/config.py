@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from rltune_daemon.sim.config import EffectsConfig
 
@@ -69,3 +69,13 @@ class PlannerConfig:
         """How long a job with this time limit may stay below its multifactor position."""
         stretched = min(self.starvation_stretch * time_limit, self.starvation_cap_seconds)
         return max(self.starvation_seconds, stretched)
+
+
+def loop_settings(cfg: PlannerConfig, interval: float, react: float) -> dict[str, Any]:
+    """The cycle timing and starvation guard a daemon-mode policy runs under, as plain data: a model's
+    manifest records its rollouts' (``rollouts``) and the daemon compares its own with them at start,
+    since a model is tuned to the loop it was trained in."""
+    return {"interval": interval, "react": react, "starvation_seconds": cfg.starvation_seconds,
+            "starvation_slots": cfg.starvation_slots, "starvation_stretch": cfg.starvation_stretch,
+            "starvation_cap_seconds": cfg.starvation_cap_seconds,
+            "starvation_reference": cfg.starvation_reference}

@@ -178,8 +178,9 @@ def actor_sha256(model_dir: Path) -> str | None:
 
 
 def model_identity(path: str | Path) -> dict[str, Any]:
-    """Which model a result was measured with: the actor file's hash and the run its manifest records,
-    so a results file still names its model after the directory has been retrained."""
+    """Which model a result was measured with: the actor file's hash and the run its manifest records
+    (with the daemon settings its rollouts ran under, None before manifests recorded them), so a results
+    file still names its model after the directory has been retrained."""
     p = Path(path)
     manifest = read_manifest(p)
     sha = actor_sha256(p)
@@ -190,7 +191,8 @@ def model_identity(path: str | Path) -> dict[str, Any]:
             **{k: manifest.get(k) for k in ("trace", "base_policy", "iterations", "best_iteration",
                                             "training_minutes", "seed", "reach")},
             "heldout_bsld": (heldout.get("model") or {}).get("bsld"),
-            "heldout_base_bsld": (heldout.get("base") or {}).get("bsld")}
+            "heldout_base_bsld": (heldout.get("base") or {}).get("bsld"),
+            "rollouts": manifest.get("rollouts")}
 
 
 def load_learned(path: str | Path) -> LearnedPolicy:

@@ -36,6 +36,7 @@ from rltune_daemon.planner.config import (
     STARVATION_STRETCH_MAX,
     GuardReference,
     PlannerConfig,
+    loop_settings,
 )
 from rltune_daemon.policies.registry import BASELINES
 
@@ -217,6 +218,10 @@ class DaemonConfig(BaseSettings):
             exempt_qos=e.qos, exempt_partitions=e.partitions, exempt_users=e.users,
             exempt_accounts=e.accounts,
         )
+
+    def loop_settings(self) -> dict[str, Any]:
+        """Cycle timing and guard as a model's manifest records its rollouts' (compared at start)."""
+        return loop_settings(self.planner_config(), self.interval, self.react)
 
     def effective(self) -> dict[str, Any]:
         """The effective configuration as plain data (for ``--check-config`` and the start log)."""

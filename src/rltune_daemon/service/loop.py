@@ -30,7 +30,7 @@ from rltune_daemon.service.backends import HISTORY_RETRY_S, Backend
 from rltune_daemon.service.config import DaemonConfig
 from rltune_daemon.service.metrics import Metrics
 from rltune_daemon.service.notify import Notifier
-from rltune_daemon.service.policy import CountingPlacer, PolicyChoice, choose_policy
+from rltune_daemon.service.policy import CountingPlacer, PolicyChoice, choose_policy, trained_under
 from rltune_daemon.service.statefile import DaemonState, StateError, StateFile
 from rltune_daemon.slurm.errors import (
     CallBudgetExceeded,
@@ -143,6 +143,8 @@ class Daemon:
             self.log.info("policy", policy=c.described, **c.identity)
             if c.behind_base:
                 self.log.warning("model_behind_base", model=c.model, reason=c.behind_base)
+            if note := trained_under(c.identity, self.cfg.loop_settings()):
+                self.log.info("model_trained_under", model=c.model, note=note)
         if self.placer.unavailable:
             self.log.warning("placer_fallback", reason=self.placer.unavailable)
 

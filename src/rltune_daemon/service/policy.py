@@ -75,6 +75,30 @@ def behind_base(identity: Mapping[str, Any]) -> str:
             "your own workload before relying on it (docs/operations.md, 'Model or base policy?')")
 
 
+# The daemon settings a model's manifest records for its rollouts (``rollouts``) that the start compares
+# with its own. Queue checks (``react``) are not among them: training skips them for speed unless asked
+# (``rltune train --react``), and models trained that way are evaluated, like the daemon runs, with them.
+TRAINED_UNDER = ("interval", "starvation_reference", "starvation_seconds", "starvation_stretch",
+                 "starvation_cap_seconds", "starvation_slots")
+
+
+def trained_under(identity: Mapping[str, Any], deployed: Mapping[str, Any]) -> str:
+    """The settings this daemon runs (``deployed``, ``planner.config.loop_settings``) that differ from
+    those the model's rollouts ran under, as one line; "" when they agree or the manifest predates
+    recording them. A model learns the order that pays off under its training's guard and cycle; the
+    daemon still runs it, and says so at start and in ``--check-config``."""
+    rollouts = identity.get("rollouts")
+    if not isinstance(rollouts, Mapping):
+        return ""
+    changed = [f"{k} = {deployed[k]!r} (trained under {rollouts[k]!r})" for k in TRAINED_UNDER
+               if k in rollouts and k in deployed and rollouts[k] != deployed[k]]
+    if not changed:
+        return ""
+    return (f"this daemon runs {', '.join(changed)}: the model learned its order under its training "
+            "settings; compare it with its base policy under yours (docs/operations.md, 'Choosing "
+            "starvation_reference') or train under them")
+
+
 LEARNED_MODULE = "rltune_daemon.policies.learned"
 MILP_MODULE = "rltune_daemon.placement.milp"
 

@@ -43,6 +43,7 @@ from rltune_daemon.planner.config import (
     STARVATION_REFERENCE_DEFAULT,
     PlannerConfig,
     guard_reference,
+    loop_settings,
 )
 from rltune_daemon.sim.config import SimConfig, checked_reservations
 from rltune_daemon.train.credit import gae, metric_key, reward_scale, step_rewards
@@ -150,11 +151,7 @@ def rollout_controller(policy: Policy, args: TrainArgs) -> Controller:
 def rollout_settings(args: TrainArgs) -> dict[str, Any]:
     """What the manifest records of ``rollout_controller``: most of the guard is this version's default,
     not an argument, so a later version with another default can tell that its re-run differs."""
-    cfg = rollout_planner(args)
-    return {"interval": INTERVAL_DEFAULT, "react": args.react, "starvation_seconds": cfg.starvation_seconds,
-            "starvation_slots": cfg.starvation_slots, "starvation_stretch": cfg.starvation_stretch,
-            "starvation_cap_seconds": cfg.starvation_cap_seconds,
-            "starvation_reference": cfg.starvation_reference}
+    return loop_settings(rollout_planner(args), INTERVAL_DEFAULT, args.react)
 
 
 def episode_workload(train: Workload, start: int, size: int) -> Workload:
