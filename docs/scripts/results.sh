@@ -18,6 +18,9 @@
 # loop's own training command (PPO) is the Alibaba model's; the Philly, Helios and testbed models come
 # from the RECENT, HELIOS_* and TESTBED_FRESH blocks (blocks run before a replacement name
 # models/<trace>-<base> for the model shipped at the time).
+# A missing model is trained here on a time budget (--minutes), which another machine fills with another
+# number of iterations; `rltune train --recipe models/<name> --out DIR` repeats a shipped model's own run
+# for its recorded iteration count and says whether the weights are the same (docs/learning.md).
 # `daemon:<base>` is the model's base policy applied by the daemon itself (no model): the learned actor's
 # contribution is the difference between it and rltune:<model> under identical mechanics.
 set -euo pipefail

@@ -94,9 +94,12 @@ def trained_under(identity: Mapping[str, Any], deployed: Mapping[str, Any]) -> s
                if k in rollouts and k in deployed and rollouts[k] != deployed[k]]
     if not changed:
         return ""
+    ref = deployed.get("starvation_reference")
+    retrain = (f" or train it under {ref!r} (rltune train --starvation-reference {ref})"
+               if rollouts.get("starvation_reference", ref) != ref else "")
     return (f"this daemon runs {', '.join(changed)}: the model learned its order under its training "
-            "settings; compare it with its base policy under yours (docs/operations.md, 'Choosing "
-            "starvation_reference') or train under them")
+            "settings; compare it with its base policy under yours (rltune evaluate takes --interval and "
+            f"--starvation-*; docs/operations.md, 'Model or base policy?'){retrain}")
 
 
 LEARNED_MODULE = "rltune_daemon.policies.learned"
