@@ -13,6 +13,7 @@ from functools import cache
 from pathlib import Path
 
 from rltune_daemon.evaluate.paired import PairedDiff
+from rltune_daemon.evaluate.recorded import settings_as_run
 from rltune_daemon.evaluate.report import hurt_table, window_wins
 from rltune_daemon.features import ACTOR_SLOTS
 
@@ -119,7 +120,7 @@ def naive_vs_full(title: str, intro: str, naive_daemon: str, naive_event: str) -
     # daemon mode like for like: a naive run under the guard of multifactor order only is set against the
     # full model's held-out run of that time
     config = (load(naive_daemon) or {}).get("config", {})
-    reference = config.get("starvation_reference", BEFORE_KEY["starvation_reference"])
+    reference = settings_as_run(config)["starvation_reference"]
     full_daemon = "philly-refpriority" if reference == "priority" else "philly"
     intro += (" Daemon rows with the guard measured against multifactor order only, the default when the "
               "naive runs were made (the full model's held-out run of that time)." if reference == "priority"
@@ -309,7 +310,6 @@ SHIPPED_SETTINGS = {"split": "train", "windows": 30, "window_size": 1024, "seed"
                     "starvation_stretch": 2.0, "starvation_seconds": 14400.0, "starvation_slots": 0,
                     "starvation_reference": "priority", "react": 5.0, "interval": 60.0, "milp": True,
                     "pure": False, "estimates": "user", "bf_reservations": 1}
-BEFORE_KEY = {"starvation_reference": "priority", "bf_reservations": 1}  # what runs before a key existed used
 
 
 @cache
@@ -320,7 +320,8 @@ def all_runs() -> tuple[dict, ...]:  # type: ignore[type-arg]
 
 def shipped_settings(cfg: dict, ignore: tuple[str, ...] = ()) -> bool:  # type: ignore[type-arg]
     """True when a run's config has the shipped settings (``SHIPPED_SETTINGS``, except ``ignore``)."""
-    return all(cfg.get(k, BEFORE_KEY.get(k)) == v for k, v in SHIPPED_SETTINGS.items() if k not in ignore)
+    run = settings_as_run(cfg)
+    return all(run.get(k) == v for k, v in SHIPPED_SETTINGS.items() if k not in ignore)
 
 
 def shipped_models() -> list[tuple[str, dict, str]]:  # type: ignore[type-arg]

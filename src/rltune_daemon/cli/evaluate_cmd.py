@@ -6,6 +6,7 @@ import argparse
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 from rltune_daemon.cli.common import add_bf_reservations, parse_opts
 from rltune_daemon.evaluate.report import fallback_note, markdown_table, write_results
@@ -27,7 +28,7 @@ from rltune_daemon.sim.config import checked_reservations
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("evaluate", help="compare policies on held-out trace windows")
-    p.add_argument("--trace", required=True, help="trace name or file (see 'rltune trace list')")
+    p.add_argument("--trace", default=None, help="trace name or file (see 'rltune trace list')")
     p.add_argument("--policies", default=",".join(BASELINES),
                    help="comma-separated: fcfs,sjf,wfp3,unicep,f1,multifactor,qssf, rltune:<model dir> "
                         "(learned) and daemon:<baseline> (a baseline as the daemon applies it, no model)")
@@ -75,12 +76,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "three choose settings and models without touching the held-out windows")
     add_bf_reservations(p)
     p.add_argument("--out", type=Path, default=None, help="directory for results.json/.md and plots")
+    p.add_argument("--recipe", type=Path, default=None, metavar="DIR",
+                   help="repeat the run whose results.json is in DIR with every setting it recorded (only "
+                        "--out and --jobs may be given), then say whether the numbers are the same")
     p.set_defaults(func=run)
+    p.set_defaults(parser_defaults=vars(p.parse_args([])))  # --recipe: what was not given
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.recipe is not None:
+        return _recipe(args)
+    _run(eval_config(args), args.out, "rltune " + " ".join(shlex.quote(a) for a in args.argv))
+    return 0
+
+
+def eval_config(args: argparse.Namespace) -> EvalConfig:
+    """The evaluation the flags ask for, checked: a bad value is a one-line error before any work."""
     from rltune_daemon.errors import UserError
 
+    if args.trace is None:
+        raise UserError("--trace is required (or --recipe DIR to repeat a published run)")
     policies = tuple(x.strip() for x in args.policies.split(",") if x.strip())
     if not policies:
         raise UserError("--policies is empty")
@@ -97,22 +112,57 @@ def run(args: argparse.Namespace) -> int:
     checked_reservations(args.bf_reservations)
     if not args.react >= 0:
         raise UserError(f"--react {args.react:g}: must be 0 (off) or a positive number of seconds")
-    cfg = EvalConfig(trace=args.trace, policies=policies, windows=args.windows, window_size=args.window_size,
-                     seed=args.seed, estimates=args.estimates, mode=args.mode, cluster=args.cluster,
-                     opts=parse_opts(args.opt), jobs=args.jobs, pure=args.pure,
-                     interval=args.interval, react=args.react, starvation_seconds=starvation,
-                     starvation_slots=args.starvation_slots, starvation_stretch=args.starvation_stretch,
-                     starvation_reference=args.starvation_reference,
-                     milp=args.placement == "milp", split=args.split, bf_reservations=args.bf_reservations)
+    return EvalConfig(trace=args.trace, policies=policies, windows=args.windows, window_size=args.window_size,
+                      seed=args.seed, estimates=args.estimates, mode=args.mode, cluster=args.cluster,
+                      opts=parse_opts(args.opt), jobs=args.jobs, pure=args.pure,
+                      interval=args.interval, react=args.react, starvation_seconds=starvation,
+                      starvation_slots=args.starvation_slots, starvation_stretch=args.starvation_stretch,
+                      starvation_reference=args.starvation_reference,
+                      milp=args.placement == "milp", split=args.split, bf_reservations=args.bf_reservations)
+
+
+def _run(cfg: EvalConfig, out: Path | None, command: str) -> dict[str, Any]:
+    """Evaluate, print the table (and fallbacks), write ``out`` with ``command`` as its record."""
     results = evaluate(cfg, progress=sys.stderr.isatty())
-    print(markdown_table(results, baseline="fcfs" if "fcfs" in policies else policies[0]))
+    print(markdown_table(results, baseline="fcfs" if "fcfs" in cfg.policies else cfg.policies[0]))
     note = fallback_note(results)
     if note:
         print(note)
-    if args.out is not None:
-        command = "rltune " + " ".join(shlex.quote(a) for a in args.argv)
-        for path in write_results(results, args.out, command):
+    if out is not None:
+        for path in write_results(results, out, command):
             print(f"wrote {path}")
+    return results
+
+
+RECIPE_FREE = {"recipe", "out", "jobs", "func", "parser_defaults", "argv"}
+
+
+def _recipe(args: argparse.Namespace) -> int:
+    """``--recipe DIR``: run DIR's recorded settings again and compare the numbers window by window. The
+    new run records the explicit command, which means the same under any later defaults."""
+    from rltune_daemon.errors import UserError
+    from rltune_daemon.evaluate.recipe import differences, explicit_command, read_results, recipe_config
+
+    given = sorted(k for k, v in vars(args).items()
+                   if k not in RECIPE_FREE and v != args.parser_defaults.get(k, v))
+    if given:
+        flags = ", ".join(f"--{k.replace('_', '-')}" for k in given)
+        raise UserError(f"{flags}: --recipe takes every setting from the run's results.json; drop "
+                        f"{'them' if len(given) > 1 else 'it'}")
+    recorded = read_results(args.recipe)  # before the run: --out may be the same directory
+    cfg, notes = recipe_config(args.recipe, jobs=args.jobs)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(f"repeating {args.recipe}: {explicit_command(cfg)}", file=sys.stderr)
+    results = _run(cfg, args.out, explicit_command(cfg, args.out))
+    moved = differences(recorded, results)
+    if not moved:
+        print(f"same numbers as {args.recipe}: {len(cfg.policies)} policies x {cfg.windows} windows, "
+              "every metric")
+    else:
+        print(f"differs from {args.recipe}:")
+        for line in moved:
+            print(f"  {line}")
     return 0
 
 

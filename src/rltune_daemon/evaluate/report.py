@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from rltune_daemon.evaluate.recorded import settings_as_run
+
 TABLE_COLS = (("bsld", "BSLD", "{:.2f}"), ("wait_mean", "wait mean (s)", "{:.0f}"),
               ("wait_p95", "wait p95 (s)", "{:.0f}"), ("wait_max", "wait max (s)", "{:.0f}"),
               ("jct_mean", "JCT mean (s)", "{:.0f}"),
@@ -68,26 +70,26 @@ def _pct(x: float, base: float) -> str:
 def _interval(cfg: dict[str, Any]) -> str:
     if cfg["mode"] != "daemon":
         return ""
-    # fallbacks: what runs written before a key existed used (not today's defaults: stretch was 0 then)
-    guard = cfg.get("starvation_seconds", 4 * 3600.0)
+    run = settings_as_run(cfg)
+    guard = run["starvation_seconds"]
     guard_text = "off" if guard == "off" else f"{float(guard) / 3600:g} h"
-    slots = int(cfg.get("starvation_slots", 0))
-    stretch = float(cfg.get("starvation_stretch", 0.0))
+    slots = int(run["starvation_slots"])
+    stretch = float(run["starvation_stretch"])
     if stretch and guard != "off":
         guard_text += f" or {stretch:g} × time limit"
     if slots and guard != "off":
         guard_text += f", {slots} restored at a time"
-    reference = str(cfg.get("starvation_reference", "priority"))
+    reference = str(run["starvation_reference"])
     if reference != "priority" and guard != "off":
         guard_text += ", measured against " + ("submit order" if reference == "submit" else
                                                "multifactor or submit order")
-    interval, react = float(cfg.get("interval", 60.0)), float(cfg.get("react", 0.0))
+    interval, react = float(run["interval"]), float(run["react"])
     watch = f" and {react:g} s after a queue change" if 0 < react < interval else ""
     return f" (re-planned every {interval:g} s{watch}, starvation guard {guard_text})"
 
 
 def _backfill(cfg: dict[str, Any]) -> str:
-    n = int(cfg.get("bf_reservations", 1))
+    n = int(settings_as_run(cfg)["bf_reservations"])
     return "" if n == 1 else f", backfill reserves for the first {n} blocked jobs per partition (not EASY)"
 
 
