@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
+import shutil
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,33 @@ def test_a_model_retrained_since_the_run_is_named(tmp_path: Path) -> None:
     gone = f"rltune:{tmp_path / 'nothing'}"
     _, notes = recipe_config(_results(tmp_path / "d", gone, {gone: {"actor_sha256": now}}))
     assert "now holds no model" in notes[0]
+
+
+def test_a_model_moved_elsewhere_repeats_its_run_from_there(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A replaced model restored into another directory (``--model RECORDED=DIR``) repeats the rows it
+    made, compared under their recorded name; a directory with another actor is refused."""
+    then = tmp_path / "models" / "m"
+    shutil.copytree(SHIPPED, then)
+    first = tmp_path / "first"
+    assert main(["evaluate", "--trace", "testbed", "--opt", "jobs=2000", "--windows", "1", "--window-size",
+                 "100", "--policies", f"sjf,rltune:{then}", "--jobs", "1", "--out", str(first)]) == 0
+    restored = tmp_path / "restored"
+    then.rename(restored)
+    capsys.readouterr()
+    assert main(["evaluate", "--recipe", str(first), "--jobs", "1"]) != 0  # the model is gone
+    assert f"rltune:{then}: {then} now holds no model" in capsys.readouterr().err
+    assert main(["evaluate", "--recipe", str(first), "--jobs", "1", "--model", f"{then}={restored}"]) == 0
+    assert f"same numbers as {first}: 2 policies x 1 windows" in capsys.readouterr().out
+    other = tmp_path / "other"
+    shutil.copytree(restored, other)
+    (other / "actor.pt").write_bytes((other / "actor.pt").read_bytes() + b"\0")
+    for argv, message in ((["--model", f"{then}={other}"], "that directory holds actor"),
+                          (["--model", f"elsewhere={restored}"],
+                           f"has no policy rltune:elsewhere (its models: {then})"),
+                          (["--model", "no-equals-sign"], "expected RECORDED=DIR")):
+        assert main(["evaluate", "--recipe", str(first), *argv]) != 0
+        assert message in capsys.readouterr().err
 
 
 def test_explicit_commands_mean_their_config(tmp_path: Path) -> None:

@@ -78,7 +78,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--out", type=Path, default=None, help="directory for results.json/.md and plots")
     p.add_argument("--recipe", type=Path, default=None, metavar="DIR",
                    help="repeat the run whose results.json is in DIR with every setting it recorded (only "
-                        "--out and --jobs may be given), then say whether the numbers are the same")
+                        "--out, --jobs and --model may be given), then say whether the numbers are the same")
+    p.add_argument("--model", action="append", default=[], metavar="RECORDED=DIR",
+                   help="with --recipe: run the model the recipe's RECORDED directory held then from DIR "
+                        "(e.g. restored from git after a retrain); DIR must hold the actor the run recorded")
     p.set_defaults(func=run)
     p.set_defaults(parser_defaults=vars(p.parse_args([])))  # --recipe: what was not given
 
@@ -86,6 +89,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.recipe is not None:
         return _recipe(args)
+    if args.model:
+        from rltune_daemon.errors import UserError
+
+        raise UserError("--model: only with --recipe DIR (name learned policies as rltune:DIR in --policies)")
     _run(eval_config(args), args.out, "rltune " + " ".join(shlex.quote(a) for a in args.argv))
     return 0
 
@@ -134,7 +141,7 @@ def _run(cfg: EvalConfig, out: Path | None, command: str) -> dict[str, Any]:
     return results
 
 
-RECIPE_FREE = {"recipe", "out", "jobs", "func", "parser_defaults", "argv"}
+RECIPE_FREE = {"recipe", "out", "jobs", "model", "func", "parser_defaults", "argv"}
 
 
 def _recipe(args: argparse.Namespace) -> int:
@@ -149,15 +156,23 @@ def _recipe(args: argparse.Namespace) -> int:
         flags = ", ".join(f"--{k.replace('_', '-')}" for k in given)
         raise UserError(f"{flags}: --recipe takes every setting from the run's results.json; drop "
                         f"{'them' if len(given) > 1 else 'it'}")
+    models = {}
+    for pair in args.model:
+        old, sep, new = pair.partition("=")
+        if not sep or not old or not new:
+            raise UserError(f"--model {pair!r}: expected RECORDED=DIR, e.g. models/x=/tmp/x")
+        models[old] = new
     recorded = read_results(args.recipe)  # before the run: --out may be the same directory
-    cfg, notes = recipe_config(args.recipe, jobs=args.jobs)
+    cfg, notes = recipe_config(args.recipe, jobs=args.jobs, models=models)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     print(f"repeating {args.recipe}: {explicit_command(cfg)}", file=sys.stderr)
     results = _run(cfg, args.out, explicit_command(cfg, args.out))
-    moved = differences(recorded, results)
+    moved = differences(recorded, results, renamed={f"rltune:{new}": f"rltune:{old}"
+                                                    for old, new in models.items()})
     if not moved:
-        print(f"same numbers as {args.recipe}: {len(cfg.policies)} policies x {cfg.windows} windows, "
+        n = len(cfg.policies)
+        print(f"same numbers as {args.recipe}: {n} polic{'y' if n == 1 else 'ies'} x {cfg.windows} windows, "
               "every metric")
     else:
         print(f"differs from {args.recipe}:")

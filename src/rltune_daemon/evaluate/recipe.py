@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,15 +42,21 @@ def read_results(run_dir: Path) -> dict[str, Any]:
     return results
 
 
-def recipe_config(run_dir: Path, jobs: int = 0) -> tuple[EvalConfig, list[str]]:
+def recipe_config(run_dir: Path, jobs: int = 0,
+                  models: Mapping[str, str] | None = None) -> tuple[EvalConfig, list[str]]:
     """The ``EvalConfig`` that repeats ``run_dir``'s run (``jobs`` worker processes: they do not change
-    the numbers), and notes on what will keep its numbers from being the same."""
+    the numbers), and notes on what will keep its numbers from being the same. ``models`` maps a model
+    directory the run used to one that holds the same model now (a model replaced since, restored from
+    git elsewhere); each must hold the actor the run recorded."""
     recorded = read_results(run_dir)
     run = settings_as_run(recorded["config"])
+    moved = {f"rltune:{old}": f"rltune:{new}" for old, new in (models or {}).items()}
+    _check_moved(run, moved, run_dir)
     try:
         guard = run["starvation_seconds"]
         cfg = EvalConfig(
-            trace=str(run["trace"]), policies=tuple(run["policies"]), windows=int(run["windows"]),
+            trace=str(run["trace"]), policies=tuple(moved.get(p, p) for p in run["policies"]),
+            windows=int(run["windows"]),
             window_size=int(run["window_size"]), seed=int(run["seed"]), estimates=run["estimates"],
             mode=str(run["mode"]), cluster=run["cluster"],
             opts={str(k): str(v) for k, v in run["opts"].items()}, jobs=jobs, pure=bool(run["pure"]),
@@ -62,10 +69,27 @@ def recipe_config(run_dir: Path, jobs: int = 0) -> tuple[EvalConfig, list[str]]:
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise UserError(f"--recipe {run_dir}: its {RESULTS_FILE} lacks a setting this version needs ({exc}); "
                         "run its command again instead") from None
-    return cfg, _model_notes(run, cfg.policies)
+    return cfg, _model_notes(run, [p for p in run["policies"] if p not in moved])
 
 
-def _model_notes(run: dict[str, Any], policies: tuple[str, ...]) -> list[str]:
+def _check_moved(run: dict[str, Any], moved: dict[str, str], run_dir: Path) -> None:
+    """Each ``--model RECORDED=DIR`` names a learned policy of the run and a directory holding its actor."""
+    models = run.get("models") or {}
+    policies = list(run.get("policies", ()))
+    for old, new in moved.items():
+        if old not in policies:
+            learned = ", ".join(p.partition(":")[2] for p in policies if p.startswith("rltune:"))
+            raise UserError(f"--model {old.partition(':')[2]}=...: {run_dir} has no policy {old} "
+                            f"(its models: {learned or 'none'})")
+        want = (models.get(old) or {}).get("actor_sha256")
+        have = actor_sha256(Path(new.partition(":")[2]))
+        if want is not None and have != want:
+            found = "no model" if have is None else f"actor {have}"
+            raise UserError(f"--model {old.partition(':')[2]}={new.partition(':')[2]}: that directory holds "
+                            f"{found}, the run used actor {want}; give a directory with that model")
+
+
+def _model_notes(run: dict[str, Any], policies: list[str]) -> list[str]:
     """One note per learned policy whose model directory no longer holds the model the run used."""
     notes = []
     models = run.get("models") or {}
@@ -80,7 +104,7 @@ def _model_notes(run: dict[str, Any], policies: tuple[str, ...]) -> list[str]:
         elif have != want:
             now = "no model" if have is None else f"actor {have}"
             notes.append(f"{spec}: {path} now holds {now}, the run used actor {want}, so its rows will "
-                         f"differ (git log -- {path} finds that model)")
+                         f"differ (restore that model from git and pass --model {path}=DIR)")
     return notes
 
 
@@ -108,13 +132,15 @@ def explicit_command(cfg: EvalConfig, out: Path | None = None) -> str:
     return "rltune evaluate " + " ".join(shlex.quote(a) for a in args)
 
 
-def differences(recorded: dict[str, Any], new: dict[str, Any], rel: float = 1e-9) -> list[str]:
+def differences(recorded: dict[str, Any], new: dict[str, Any], rel: float = 1e-9,
+                renamed: Mapping[str, str] | None = None) -> list[str]:
     """One line per policy whose numbers differ from the recorded ones (any metric of any window beyond
     ``rel``): its mean BSLD and wait then and now, in how many windows, and the largest relative
-    difference (a last-digit change reads differently from another result); empty when all agree."""
+    difference (a last-digit change reads differently from another result); empty when all agree.
+    ``renamed`` maps a new run's policy to the recorded one it repeats (``--model``)."""
     lines = []
     for spec, now in new["policies"].items():
-        then = recorded["policies"].get(spec)
+        then = recorded["policies"].get((renamed or {}).get(spec, spec))
         if then is None:
             lines.append(f"`{spec}`: not in the recorded run")
             continue

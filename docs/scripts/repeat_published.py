@@ -1,0 +1,128 @@
+"""Repeat published evaluations with ``rltune evaluate --recipe`` and tabulate whether they still hold.
+
+Usage: .venv/bin/python docs/scripts/repeat_published.py [--minutes M] [--jobs N] [DIR ...]
+
+Without DIRs: every ``docs/results/**/results.json`` run, cheapest first (by the wall time it
+recorded), until M minutes (default 60) of recorded wall time are planned; the rest are listed as not
+repeated. Writes docs/results/repeat/README.md (verdict per run) and results.json. A run's verdict is
+``same`` (every metric of every window), ``model retrained`` (a learned policy's directory holds
+another model now: its rows are expected to move) or ``differs``, with `--recipe`'s own lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rltune_daemon.errors import UserError
+from rltune_daemon.evaluate.recipe import differences, explicit_command, read_results, recipe_config
+from rltune_daemon.evaluate.runner import evaluate
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / "docs" / "results"
+OUT = RESULTS / "repeat"
+
+
+def runs() -> list[tuple[float, Path]]:
+    """(recorded wall seconds, directory) of every published run, cheapest first."""
+    found = []
+    for path in sorted(RESULTS.glob("**/results.json")):
+        if OUT in path.parents:
+            continue
+        cfg = json.loads(path.read_text())["config"]
+        found.append((float(cfg.get("wall_seconds", 0.0)), path.parent))
+    return sorted(found, key=lambda x: x[0])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--minutes", type=float, default=60.0)
+    ap.add_argument("--jobs", type=int, default=0)
+    ap.add_argument("--rewrite", action="store_true",
+                    help="only rebuild README.md from the repeat's results.json (no simulation)")
+    ap.add_argument("dirs", nargs="*", type=Path)
+    a = ap.parse_args()
+    if a.rewrite:
+        done = json.loads((OUT / "results.json").read_text())
+        write(done["repeated"], [Path(d) for d in done["not_repeated"]], done["command"])
+        return 0
+    todo = [(0.0, d.resolve()) for d in a.dirs] if a.dirs else runs()
+    plan, skipped, total = [], [], 0.0
+    for wall, d in todo:
+        if a.dirs or total + wall <= a.minutes * 60:
+            plan.append(d)
+            total += wall
+        else:
+            skipped.append(d)
+    rows: list[dict[str, Any]] = []
+    for i, d in enumerate(plan, 1):
+        rel = str(d.relative_to(REPO))
+        recorded = read_results(d)
+        cfg, notes = recipe_config(d, jobs=a.jobs)
+        t0 = time.perf_counter()
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                results = evaluate(cfg, progress=False)
+        except UserError as exc:  # e.g. a model directory removed since: say so, go on
+            moved, verdict = [str(exc)], "cannot repeat"
+        else:
+            moved = differences(recorded, results)
+            verdict = "same" if not moved else ("model retrained" if notes else "differs")
+        rows.append({"run": rel, "verdict": verdict, "lines": moved, "notes": notes,
+                     "seconds": round(time.perf_counter() - t0, 1), "command": explicit_command(cfg)})
+        print(f"[{i}/{len(plan)}] {rel}: {verdict} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr,
+              flush=True)
+        for line in notes + moved:
+            print(f"    {line}", file=sys.stderr)
+        write(rows, [d.relative_to(REPO) for d in plan[i:] + skipped])  # after each run: partial results
+    print(f"wrote {OUT / 'README.md'}", file=sys.stderr)
+    return 0
+
+
+VERDICTS = ("same", "model retrained", "differs", "cannot repeat")
+
+
+def fallbacks_then(run: str) -> str:
+    """The placement-MILP fallbacks the recorded run counted: "not counted" before the count existed
+    (2026-11-24, 18:37; CBC's 10-s stall, a timeout fallback, was fixed at 20:04 the same day)."""
+    pols = json.loads((REPO / run / "results.json").read_text())["policies"]
+    counts = [m.get("milp_fallbacks") for m in pols.values()]
+    if any(c is None for c in counts):
+        return "not counted"
+    total = {r: sum(c.get(r, 0) for c in counts if c) for r in sorted({r for c in counts if c for r in c})}
+    return ", ".join(f"{n} {r}" for r, n in total.items() if n) or "0"
+
+
+def write(rows: list[dict[str, Any]], left: list[Path], command: str = "") -> None:
+    """docs/results/repeat/README.md and results.json for the runs repeated so far."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    command = command or ".venv/bin/python docs/scripts/repeat_published.py " + " ".join(sys.argv[1:])
+    payload = {"command": command, "repeated": rows, "not_repeated": [str(d) for d in left]}
+    (OUT / "results.json").write_text(json.dumps(payload, indent=2) + "\n")
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
+    md = ["# Published evaluations, repeated", "",
+          f"Command: `{command.strip()}` (each run through `rltune evaluate --recipe DIR`: the settings its "
+          "results.json recorded, cheapest first by its recorded wall time).", "",
+          f"{len(rows)} runs repeated: {counts['same']} same in every metric of every window (relative "
+          f"difference at most 1e-9), {counts['model retrained']} with a model retrained since, "
+          f"{counts['differs']} differ, {counts['cannot repeat']} cannot be repeated. {len(left)} runs "
+          "not repeated (over the time budget).", "",
+          "| run | verdict | seconds | MILP fallbacks the run recorded | what moved |",
+          "|---|---|---|---|---|"]
+    for r in rows:
+        what = "; ".join(r["lines"]).replace("|", "\\|") or "-"
+        md.append(f"| `{r['run']}` | {r['verdict']} | {r['seconds']:.0f} | {fallbacks_then(r['run'])} | "
+                  f"{what} |")
+    if left:
+        md += ["", "Not repeated: " + ", ".join(f"`{d}`" for d in left)]
+    (OUT / "README.md").write_text("\n".join(md) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
