@@ -314,8 +314,10 @@ SHIPPED_SETTINGS = {"split": "train", "windows": 30, "window_size": 1024, "seed"
 
 @cache
 def all_runs() -> tuple[dict, ...]:  # type: ignore[type-arg]
-    """Every results.json under docs/results/, in path order (read once)."""
-    return tuple(json.loads(p.read_text()) for p in sorted(ROOT.glob("**/results.json")))
+    """Every evaluation's results.json under docs/results/, in path order (read once; not repeat/'s table
+    of verdicts, which has no config)."""
+    found = (json.loads(p.read_text()) for p in sorted(ROOT.glob("**/results.json")))
+    return tuple(r for r in found if "config" in r)
 
 
 def shipped_settings(cfg: dict, ignore: tuple[str, ...] = ()) -> bool:  # type: ignore[type-arg]
