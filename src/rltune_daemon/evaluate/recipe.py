@@ -157,10 +157,11 @@ def differences(recorded: dict[str, Any], new: dict[str, Any], rel: float = 1e-9
 
 
 def _gap(now: dict[str, Any], then: dict[str, Any] | None) -> tuple[float, str]:
-    """A window's largest relative metric difference and its metric (only metrics both runs recorded:
-    older files lack some); infinite when the recorded run lacks the window."""
+    """A window's largest relative metric difference (of the larger of the two values) and its metric
+    (only metrics both runs recorded: older files lack some); infinite when the recorded run lacks the
+    window."""
     if then is None:
         return math.inf, "window"
-    gaps = [(abs(now[k] - then[k]) / max(abs(then[k]), 1e-12), k)
+    gaps = [(abs(now[k] - then[k]) / max(abs(now[k]), abs(then[k])), k)  # at most 1, even from 0
             for k in METRIC_KEYS if k in now and k in then and now[k] != then[k]]
     return max(gaps, default=(0.0, ""))
