@@ -4,17 +4,21 @@ Usage: .venv/bin/python docs/scripts/repeat_published.py [--minutes M] [--jobs N
 
 Without DIRs: every ``docs/results/**/results.json`` run, cheapest first (by the wall time it
 recorded), until M minutes (default 60) of recorded wall time are planned; the rest are listed as not
-repeated. Writes docs/results/repeat/README.md (verdict per run) and results.json. A run's verdict is
-``same`` (every metric of every window), ``model retrained`` (a learned policy's directory holds
-another model now: its rows are expected to move) or ``differs``, with `--recipe`'s own lines.
+repeated. With DIRs: those runs, merged into the existing table. A learned policy whose directory holds
+another model now is run from that model restored out of git history (``--model``, matched by the actor
+hash the run recorded). Writes docs/results/repeat/README.md (a verdict per run) and results.json.
+Verdicts: ``same`` (every metric of every window), ``model retrained`` (a model replaced since and not
+in git: its rows are expected to move), ``differs`` (with `--recipe`'s lines), ``cannot repeat``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import io
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -23,10 +27,12 @@ from typing import Any
 from rltune_daemon.errors import UserError
 from rltune_daemon.evaluate.recipe import differences, explicit_command, read_results, recipe_config
 from rltune_daemon.evaluate.runner import evaluate
+from rltune_daemon.policies.learned import MODEL_FILE, actor_sha256
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "docs" / "results"
 OUT = RESULTS / "repeat"
+RESTORED = Path("/tmp/rltune-restored")  # models restored from git for --model
 
 
 def runs() -> list[tuple[float, Path]]:
@@ -40,16 +46,46 @@ def runs() -> list[tuple[float, Path]]:
     return sorted(found, key=lambda x: x[0])
 
 
+def restore(path: str, sha: str) -> tuple[Path, str] | None:
+    """The model directory ``path`` held when its actor had hash ``sha``, written from git history into
+    /tmp/rltune-restored/<sha> (with the commit), or None when no commit of ``path`` has that actor."""
+    def git(*args: str) -> bytes:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, check=False).stdout
+
+    for rev in git("log", "--format=%H", "--", f"{path}/{MODEL_FILE}").decode().split():
+        if hashlib.sha256(git("show", f"{rev}:{path}/{MODEL_FILE}")).hexdigest()[:16] == sha:
+            out = RESTORED / sha
+            out.mkdir(parents=True, exist_ok=True)
+            for name in (MODEL_FILE, "manifest.json"):
+                (out / name).write_bytes(git("show", f"{rev}:{path}/{name}"))
+            return out, rev[:7]
+    return None
+
+
+def restored_models(run_dir: Path) -> tuple[dict[str, str], list[str]]:
+    """``--model`` pairs for the run's learned policies whose directory holds another model now and whose
+    model git still has, and a line per restored model."""
+    cfg = read_results(run_dir)["config"]
+    pairs, lines = {}, []
+    for spec, ident in (cfg.get("models") or {}).items():
+        path, want = spec.partition(":")[2], (ident or {}).get("actor_sha256")
+        if want and actor_sha256(Path(path)) != want and (found := restore(path, want)):
+            pairs[path] = str(found[0])
+            lines.append(f"{spec}: actor {want} restored from git {found[1]}")
+    return pairs, lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=60.0)
     ap.add_argument("--jobs", type=int, default=0)
     ap.add_argument("--rewrite", action="store_true",
                     help="only rebuild README.md from the repeat's results.json (no simulation)")
-    ap.add_argument("dirs", nargs="*", type=Path)
+    ap.add_argument("dirs", nargs="*", type=Path,
+                    help="repeat these runs and merge them into the existing results.json")
     a = ap.parse_args()
-    if a.rewrite:
-        done = json.loads((OUT / "results.json").read_text())
+    done = json.loads((OUT / "results.json").read_text()) if (OUT / "results.json").is_file() else None
+    if a.rewrite and done:
         write(done["repeated"], [Path(d) for d in done["not_repeated"]], done["command"])
         return 0
     todo = [(0.0, d.resolve()) for d in a.dirs] if a.dirs else runs()
@@ -60,27 +96,33 @@ def main() -> int:
             total += wall
         else:
             skipped.append(d)
+    mine = {str(d.relative_to(REPO)) for d in plan}
+    kept = [r for r in done["repeated"] if r["run"] not in mine] if a.dirs and done else []
+    left = [Path(d) for d in done["not_repeated"] if d not in mine] if a.dirs and done else []
+    command = done["command"] if a.dirs and done else ""
     rows: list[dict[str, Any]] = []
     for i, d in enumerate(plan, 1):
         rel = str(d.relative_to(REPO))
         recorded = read_results(d)
-        cfg, notes = recipe_config(d, jobs=a.jobs)
+        models, restored = restored_models(d)
+        cfg, notes = recipe_config(d, jobs=a.jobs, models=models)
         t0 = time.perf_counter()
         try:
             with contextlib.redirect_stdout(io.StringIO()):
                 results = evaluate(cfg, progress=False)
-        except UserError as exc:  # e.g. a model directory removed since: say so, go on
+        except UserError as exc:  # e.g. a model directory removed and not in git: say so, go on
             moved, verdict = [str(exc)], "cannot repeat"
         else:
-            moved = differences(recorded, results)
+            moved = differences(recorded, results, renamed={f"rltune:{new}": f"rltune:{old}"
+                                                            for old, new in models.items()})
             verdict = "same" if not moved else ("model retrained" if notes else "differs")
-        rows.append({"run": rel, "verdict": verdict, "lines": moved, "notes": notes,
+        rows.append({"run": rel, "verdict": verdict, "lines": moved, "notes": notes, "restored": restored,
                      "seconds": round(time.perf_counter() - t0, 1), "command": explicit_command(cfg)})
         print(f"[{i}/{len(plan)}] {rel}: {verdict} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr,
               flush=True)
-        for line in notes + moved:
+        for line in restored + notes + moved:
             print(f"    {line}", file=sys.stderr)
-        write(rows, [d.relative_to(REPO) for d in plan[i:] + skipped])  # after each run: partial results
+        write(kept + rows, left + [d.relative_to(REPO) for d in plan[i:] + skipped], command)
     print(f"wrote {OUT / 'README.md'}", file=sys.stderr)
     return 0
 
@@ -115,8 +157,8 @@ def write(rows: list[dict[str, Any]], left: list[Path], command: str = "") -> No
           "not repeated (over the time budget).", "",
           "| run | verdict | seconds | MILP fallbacks the run recorded | what moved |",
           "|---|---|---|---|---|"]
-    for r in rows:
-        what = "; ".join(r["lines"]).replace("|", "\\|") or "-"
+    for r in sorted(rows, key=lambda r: str(r["run"])):
+        what = "; ".join(r.get("restored", []) + r["lines"]).replace("|", "\\|") or "-"
         md.append(f"| `{r['run']}` | {r['verdict']} | {r['seconds']:.0f} | {fallbacks_then(r['run'])} | "
                   f"{what} |")
     if left:
