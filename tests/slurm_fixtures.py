@@ -27,7 +27,6 @@ import pytest
 from rltune_daemon.slurm.localcluster import (
     LocalCluster,
     LocalClusterError,
-    free_port_block,
     slurm_installed,
 )
 from rltune_daemon.slurm.reader import SlurmReader
@@ -150,12 +149,8 @@ def _started(with_dbd: bool) -> Iterator[SlurmTestCluster]:
     if with_dbd and not all(shutil.which(p) or Path("/usr/sbin", p).exists() for p in dbd_programs):
         pytest.fail("slurmdbd/MariaDB are missing: run `make test` (it installs slurmdbd mariadb-server)")
     state = Path(tempfile.mkdtemp(prefix="rlt-slurmdbd-" if with_dbd else "rlt-slurm-", dir="/tmp"))
-    cluster = LocalCluster(
-        state, ctld_port=free_port_block(1), slurmd_port=free_port_block(5),
-        message_timeout=MESSAGE_TIMEOUT, test_user=TEST_USER, timeout=120, with_dbd=with_dbd,
-        dbd_port=free_port_block(1) if with_dbd else None,
-        mysql_port=free_port_block(1) if with_dbd else None,
-    )
+    cluster = LocalCluster.private(state, with_dbd=with_dbd, message_timeout=MESSAGE_TIMEOUT,
+                                   test_user=TEST_USER, timeout=120)
     try:
         cluster.start()
     except LocalClusterError as exc:

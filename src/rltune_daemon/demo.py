@@ -24,7 +24,7 @@ from typing import Any
 
 from rltune_daemon.domain import Job
 from rltune_daemon.errors import UserError
-from rltune_daemon.slurm.localcluster import LocalCluster, free_port_block, slurm_installed
+from rltune_daemon.slurm.localcluster import LocalCluster, slurm_installed
 from rltune_daemon.traces import load_workload
 
 USER = "rltuser"
@@ -47,9 +47,7 @@ class Demo:
 
     def __init__(self, work: Path) -> None:
         self.work = work
-        self.cluster = LocalCluster(work / "slurm", ctld_port=free_port_block(1),
-                                    slurmd_port=free_port_block(5), message_timeout=3, test_user=USER,
-                                    timeout=180)
+        self.cluster = LocalCluster.private(work / "slurm", message_timeout=3, test_user=USER, timeout=180)
         self.env = self.cluster.env()
         self.config = work / "rltune-daemon.toml"
         self.names: dict[str, str] = {}

@@ -143,3 +143,20 @@ def test_cluster_handles_without_a_cluster(tmp_path: Path) -> None:
     assert c.env()["SLURM_CONF"] == str(tmp_path / "nothing" / "etc" / "slurm.conf")
     assert c.runner().slurm_conf == str(c.conf)
     assert "nothing to stop" in c.stop()  # down.sh on an empty state dir is a no-op
+
+
+def test_a_private_cluster_never_gives_two_daemons_one_port(monkeypatch: pytest.MonkeyPatch,
+                                                            tmp_path: Path) -> None:
+    """Ports come from one free block: separate draws once gave slurmctld and slurmdbd the same port
+    (a CI run failed with "Address already in use"). Draws are forced to collide here."""
+    same = SimpleNamespace(randrange=lambda lo, hi: 35264)  # every draw the same port
+    monkeypatch.setattr(localcluster.random, "Random", lambda: same)
+    monkeypatch.setattr(localcluster, "_port_free", lambda port: True)
+    for with_dbd in (False, True):
+        c = localcluster.LocalCluster.private(tmp_path, with_dbd=with_dbd, message_timeout=3)
+        used = [c.ctld_port, *range(c.slurmd_port or 0, (c.slurmd_port or 0) + 5)]
+        if with_dbd:
+            used += [c.dbd_port, c.mysql_port]
+        assert len(set(used)) == len(used) == (8 if with_dbd else 6)
+        assert c.message_timeout == 3 and c.with_dbd is with_dbd
+    assert localcluster.LocalCluster.private(tmp_path).dbd_port is None

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -51,12 +50,10 @@ def test_offered_load_gives_queueing(testbed: Workload) -> None:
     assert load == pytest.approx(0.9, abs=0.1)
 
 
-def test_evaluation_size_is_fast_and_holds_windows() -> None:
+def test_evaluation_size_holds_windows() -> None:
     """Evaluation loads ``jobs=20480`` so that the held-out 10 % holds 1024-job windows (paper §5.6
     size); same mix and load, ids stay unique and sort in submit order."""
-    start = time.perf_counter()
     w = load_workload("testbed", jobs=20480)
-    assert time.perf_counter() - start < 2.0  # ~0.1 s
     assert len(w.jobs) == 20480 and len({j.id for j in w.jobs}) == 20480
     ids = [j.id for j in w.jobs]
     assert ids[0] == "tb-00001" and ids == sorted(ids)  # fixed width: string order = submit order

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from rltune_daemon.errors import UserError
 from rltune_daemon.slurm.runner import SlurmRunner, slurm_env
@@ -98,6 +99,16 @@ class LocalCluster:
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir)
+
+    @classmethod
+    def private(cls, state_dir: Path, *, with_dbd: bool = False, **kwargs: Any) -> LocalCluster:
+        """A cluster on ports nothing else uses (demo, tests, captures): one block of consecutive free
+        ports split between slurmctld, the five slurmd and, with accounting, slurmdbd and MariaDB, so two
+        of its own daemons can never be handed the same port (separate draws once were)."""
+        base = free_port_block(8 if with_dbd else 6)
+        return cls(Path(state_dir), ctld_port=base, slurmd_port=base + 1, with_dbd=with_dbd,
+                   dbd_port=base + 6 if with_dbd else None, mysql_port=base + 7 if with_dbd else None,
+                   **kwargs)
 
     @property
     def conf(self) -> Path:
