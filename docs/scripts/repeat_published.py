@@ -99,7 +99,8 @@ def main() -> int:
     mine = {str(d.relative_to(REPO)) for d in plan}
     kept = [r for r in done["repeated"] if r["run"] not in mine] if a.dirs and done else []
     left = [Path(d) for d in done["not_repeated"] if d not in mine] if a.dirs and done else []
-    command = done["command"] if a.dirs and done else ""
+    this = ".venv/bin/python docs/scripts/repeat_published.py " + " ".join(sys.argv[1:])
+    command = f"{done['command']}`, then `{this}" if a.dirs and done else this  # shown in backticks
     rows: list[dict[str, Any]] = []
     for i, d in enumerate(plan, 1):
         rel = str(d.relative_to(REPO))
@@ -141,16 +142,16 @@ def fallbacks_then(run: str) -> str:
     return ", ".join(f"{n} {r}" for r, n in total.items() if n) or "0"
 
 
-def write(rows: list[dict[str, Any]], left: list[Path], command: str = "") -> None:
+def write(rows: list[dict[str, Any]], left: list[Path], command: str) -> None:
     """docs/results/repeat/README.md and results.json for the runs repeated so far."""
     OUT.mkdir(parents=True, exist_ok=True)
-    command = command or ".venv/bin/python docs/scripts/repeat_published.py " + " ".join(sys.argv[1:])
     payload = {"command": command, "repeated": rows, "not_repeated": [str(d) for d in left]}
     (OUT / "results.json").write_text(json.dumps(payload, indent=2) + "\n")
     counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
     md = ["# Published evaluations, repeated", "",
-          f"Command: `{command.strip()}` (each run through `rltune evaluate --recipe DIR`: the settings its "
-          "results.json recorded, cheapest first by its recorded wall time).", "",
+          f"Commands: `{command.strip()}` (each run through `rltune evaluate --recipe DIR`: the settings "
+          "its results.json recorded, cheapest first by its recorded wall time; a model replaced since is "
+          "restored from git by the actor hash the run recorded).", "",
           f"{len(rows)} runs repeated: {counts['same']} same in every metric of every window (relative "
           f"difference at most 1e-9), {counts['model retrained']} with a model retrained since, "
           f"{counts['differs']} differ, {counts['cannot repeat']} cannot be repeated. {len(left)} runs "
