@@ -148,7 +148,7 @@ def test_explicit_commands_mean_their_config(tmp_path: Path) -> None:
                 EvalConfig(trace="t.csv", policies=("fcfs",), cluster="c.csv", opts={"jobs": "5"},
                            estimates="oracle", mode="event", pure=True, milp=False, split="train-tail",
                            starvation_seconds=math.inf, starvation_slots=2, starvation_stretch=0.5,
-                           starvation_reference="submit", interval=30.0, react=0.0, bf_reservations=7,
+                           starvation_reference="submit", interval=1234567.5, react=0.1, bf_reservations=7,
                            windows=3, window_size=50, seed=4)):
         args = build_parser().parse_args(shlex.split(explicit_command(cfg, tmp_path))[1:])
         assert eval_config(args) == cfg

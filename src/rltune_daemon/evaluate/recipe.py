@@ -111,7 +111,7 @@ def _model_notes(run: dict[str, Any], policies: list[str]) -> list[str]:
 def explicit_command(cfg: EvalConfig, out: Path | None = None) -> str:
     """An ``rltune evaluate`` command that names every setting of ``cfg``, so it means the same whatever
     the defaults become (``jobs`` is left out: it does not change the numbers)."""
-    hours = "off" if math.isinf(cfg.starvation_seconds) else f"{cfg.starvation_seconds / 3600:g}"
+    hours = "off" if math.isinf(cfg.starvation_seconds) else _num(cfg.starvation_seconds / 3600)
     args = ["--trace", cfg.trace, "--policies", ",".join(cfg.policies), "--windows", str(cfg.windows),
             "--window-size", str(cfg.window_size), "--seed", str(cfg.seed), "--split", cfg.split,
             "--mode", cfg.mode]
@@ -123,13 +123,19 @@ def explicit_command(cfg: EvalConfig, out: Path | None = None) -> str:
         args += ["--opt", f"{key}={value}"]
     if cfg.pure:
         args.append("--pure")
-    args += ["--interval", f"{cfg.interval:g}", "--react", f"{cfg.react:g}", "--starvation-hours", hours,
+    args += ["--interval", _num(cfg.interval), "--react", _num(cfg.react), "--starvation-hours", hours,
              "--starvation-slots", str(cfg.starvation_slots), "--starvation-stretch",
-             f"{cfg.starvation_stretch:g}", "--starvation-reference", cfg.starvation_reference,
+             _num(cfg.starvation_stretch), "--starvation-reference", cfg.starvation_reference,
              "--bf-reservations", str(cfg.bf_reservations), "--placement", "milp" if cfg.milp else "greedy"]
     if out is not None:
         args += ["--out", str(out)]
     return "rltune evaluate " + " ".join(shlex.quote(a) for a in args)
+
+
+def _num(x: float) -> str:
+    """``x`` as short as it reads back exactly (60, 0.5, 1234567.5; not ``:g``'s 1.23457e+06)."""
+    short = f"{x:g}"
+    return short if float(short) == x else repr(x)
 
 
 def differences(recorded: dict[str, Any], new: dict[str, Any], rel: float = 1e-9,
