@@ -132,6 +132,11 @@ def test_a_model_moved_elsewhere_repeats_its_run_from_there(tmp_path: Path,
     assert f"rltune:{then}: {then} now holds no model" in capsys.readouterr().err
     assert main(["evaluate", "--recipe", str(first), "--jobs", "1", "--model", f"{then}={restored}"]) == 0
     assert f"same numbers as {first}: 2 policies x 1 windows" in capsys.readouterr().out
+    res = json.loads((first / "results.json").read_text())
+    res["policies"][f"rltune:{then}"]["per_window"][0]["bsld"] += 1.0
+    (first / "results.json").write_text(json.dumps(res))
+    assert main(["evaluate", "--recipe", str(first), "--jobs", "1", "--model", f"{then}={restored}"]) == 0
+    assert f"  `rltune:{then}`: BSLD" in capsys.readouterr().out  # the recorded name, not the copy's
     other = tmp_path / "other"
     shutil.copytree(restored, other)
     (other / "actor.pt").write_bytes((other / "actor.pt").read_bytes() + b"\0")

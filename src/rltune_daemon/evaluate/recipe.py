@@ -145,8 +145,9 @@ def differences(recorded: dict[str, Any], new: dict[str, Any], rel: float = 1e-9
     difference (a last-digit change reads differently from another result); empty when all agree.
     ``renamed`` maps a new run's policy to the recorded one it repeats (``--model``)."""
     lines = []
-    for spec, now in new["policies"].items():
-        then = recorded["policies"].get((renamed or {}).get(spec, spec))
+    for ran, now in new["policies"].items():
+        spec = (renamed or {}).get(ran, ran)  # named as the recorded run names it
+        then = recorded["policies"].get(spec)
         if then is None:
             lines.append(f"`{spec}`: not in the recorded run")
             continue
