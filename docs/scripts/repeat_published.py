@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from rltune_daemon.errors import UserError
-from rltune_daemon.evaluate.recipe import differences, explicit_command, read_results, recipe_config
+from rltune_daemon.evaluate.recipe import (
+    differences,
+    explicit_command,
+    read_results,
+    recipe_config,
+    renamed_policies,
+)
 from rltune_daemon.evaluate.runner import evaluate
 from rltune_daemon.policies.learned import MODEL_FILE, actor_sha256
 
@@ -114,8 +120,7 @@ def main() -> int:
         except UserError as exc:  # e.g. a model directory removed and not in git: say so, go on
             moved, verdict = [str(exc)], "cannot repeat"
         else:
-            moved = differences(recorded, results, renamed={f"rltune:{new}": f"rltune:{old}"
-                                                            for old, new in models.items()})
+            moved = differences(recorded, results, renamed=renamed_policies(models))
             verdict = "same" if not moved else ("model retrained" if notes else "differs")
         rows.append({"run": rel, "verdict": verdict, "lines": moved, "notes": notes, "restored": restored,
                      "seconds": round(time.perf_counter() - t0, 1), "command": explicit_command(cfg)})

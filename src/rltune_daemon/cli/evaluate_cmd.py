@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rltune_daemon.cli.common import add_bf_reservations, parse_opts
+from rltune_daemon.cli.common import add_bf_reservations, parse_opts, refuse_recipe_settings
 from rltune_daemon.evaluate.report import fallback_note, markdown_table, write_results
 from rltune_daemon.evaluate.runner import EvalConfig, evaluate
 from rltune_daemon.evaluate.windows import PARTS
@@ -148,14 +148,15 @@ def _recipe(args: argparse.Namespace) -> int:
     """``--recipe DIR``: run DIR's recorded settings again and compare the numbers window by window. The
     new run records the explicit command, which means the same under any later defaults."""
     from rltune_daemon.errors import UserError
-    from rltune_daemon.evaluate.recipe import differences, explicit_command, read_results, recipe_config
+    from rltune_daemon.evaluate.recipe import (
+        differences,
+        explicit_command,
+        read_results,
+        recipe_config,
+        renamed_policies,
+    )
 
-    given = sorted(k for k, v in vars(args).items()
-                   if k not in RECIPE_FREE and v != args.parser_defaults.get(k, v))
-    if given:
-        flags = ", ".join(f"--{k.replace('_', '-')}" for k in given)
-        raise UserError(f"{flags}: --recipe takes every setting from the run's results.json; drop "
-                        f"{'them' if len(given) > 1 else 'it'}")
+    refuse_recipe_settings(args, RECIPE_FREE, "the run's results.json")
     models = {}
     for pair in args.model:
         old, sep, new = pair.partition("=")
@@ -168,8 +169,7 @@ def _recipe(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     print(f"repeating {args.recipe}: {explicit_command(cfg)}", file=sys.stderr)
     results = _run(cfg, args.out, explicit_command(cfg, args.out))
-    moved = differences(recorded, results, renamed={f"rltune:{new}": f"rltune:{old}"
-                                                    for old, new in models.items()})
+    moved = differences(recorded, results, renamed=renamed_policies(models))
     if not moved:
         n = len(cfg.policies)
         print(f"same numbers as {args.recipe}: {n} polic{'y' if n == 1 else 'ies'} x {cfg.windows} windows, "

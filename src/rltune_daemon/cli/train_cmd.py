@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rltune_daemon.cli.common import add_bf_reservations, parse_opts, print_json
+from rltune_daemon.cli.common import add_bf_reservations, parse_opts, print_json, refuse_recipe_settings
 from rltune_daemon.errors import UserError
 from rltune_daemon.planner.config import GUARD_REFERENCES, STARVATION_REFERENCE_DEFAULT
 from rltune_daemon.policies import BASELINES
@@ -159,12 +159,7 @@ def _recipe(args: argparse.Namespace) -> int:
     from rltune_daemon.train.ppo import train
     from rltune_daemon.train.recipe import actor_difference, recipe_args
 
-    given = sorted(k for k, v in vars(args).items()
-                   if k not in RECIPE_FREE and v != args.parser_defaults.get(k, v))
-    if given:
-        flags = ", ".join(f"--{k.replace('_', '-')}" for k in given)
-        raise UserError(f"{flags}: --recipe takes every setting from the model's manifest; drop "
-                        f"{'them' if len(given) > 1 else 'it'}")
+    refuse_recipe_settings(args, RECIPE_FREE, "the model's manifest")
     if args.recipe.resolve() == args.out.resolve():
         raise UserError(f"--out {args.out}: that is the model being repeated; give a new directory")
     targs, notes = recipe_args(args.recipe, args.out, init=args.init, workers=args.workers,

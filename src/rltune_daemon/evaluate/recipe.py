@@ -50,7 +50,7 @@ def recipe_config(run_dir: Path, jobs: int = 0,
     git elsewhere); each must hold the actor the run recorded."""
     recorded = read_results(run_dir)
     run = settings_as_run(recorded["config"])
-    moved = {f"rltune:{old}": f"rltune:{new}" for old, new in (models or {}).items()}
+    moved = {recorded_as: ran for ran, recorded_as in renamed_policies(models or {}).items()}
     _check_moved(run, moved, run_dir)
     try:
         guard = run["starvation_seconds"]
@@ -70,6 +70,12 @@ def recipe_config(run_dir: Path, jobs: int = 0,
         raise UserError(f"--recipe {run_dir}: its {RESULTS_FILE} lacks a setting this version needs ({exc}); "
                         "run its command again instead") from None
     return cfg, _model_notes(run, [p for p in run["policies"] if p not in moved])
+
+
+def renamed_policies(models: Mapping[str, str]) -> dict[str, str]:
+    """For ``--model RECORDED=DIR`` pairs: the policy a repeat runs (``rltune:DIR``) -> the policy the
+    recorded run names (``rltune:RECORDED``), as ``differences`` compares them."""
+    return {f"rltune:{new}": f"rltune:{old}" for old, new in models.items()}
 
 
 def _check_moved(run: dict[str, Any], moved: dict[str, str], run_dir: Path) -> None:
