@@ -110,3 +110,10 @@ def test_backfill_setting_reaches_the_base_run() -> None:
     assert seen[1] != seen[500]
     with pytest.raises(UserError, match="--bf-reservations 0"):
         RLTuneEnv("testbed", episode_jobs=EPISODE, bf_reservations=0)
+
+
+def test_unknown_metric_is_refused_at_construction() -> None:
+    from rltune_daemon.errors import UserError
+
+    with pytest.raises(UserError, match="metric 'slowdown': expected one of bsld, wait, bsld\\+wait, both"):
+        RLTuneEnv("testbed", episode_jobs=EPISODE, metric="slowdown")

@@ -18,7 +18,7 @@ from rltune_daemon.cli.main import main
 from rltune_daemon.errors import UserError
 from rltune_daemon.policies.learned import load_learned
 from rltune_daemon.train.network import Actor
-from rltune_daemon.train.ppo import UPDATE_STATS, train
+from rltune_daemon.train.ppo import UPDATE_STATS, reward, train
 
 
 @pytest.fixture(autouse=True)
@@ -153,6 +153,7 @@ def test_trace_too_small_for_an_episode(tmp_path: Path) -> None:
     (["--base", "sjf", "--minutes", "0"], "--minutes must be positive"),
     (["--trace", "no-such-trace"], "no-such-trace"),
     (["--react", "-1"], "--react -1: must be 0"),
+    (["--metric", "both", "--credit", "step"], "--metric both scores a window by the worse of its two gaps"),
     (["--episode-jobs", "100000", "--max-iterations", "1"], "fewer than one episode"),
     (["--validation", "tail", "--opt", "jobs=1024", "--episode-jobs", "96", "--max-iterations", "1"],
      "training part's tail has"),
@@ -196,3 +197,13 @@ def test_tail_validation_never_trains_on_its_windows(tmp_path: Path) -> None:
     manifest = train(args)
     assert manifest["hyperparameters"]["validation"] == "tail"
     assert manifest["validation_reward"] is not None
+
+
+def test_metric_both_scores_a_window_by_its_worse_gap() -> None:
+    """The mean of the two gaps rewards buying wait with slowdown; ``both`` does not."""
+    base = {"bsld": 10.0, "wait_mean": 1000.0}
+    trade = {"bsld": 11.0, "wait_mean": 700.0}  # BSLD 10 % worse, wait 30 % better
+    assert reward(base, trade, "bsld+wait") == pytest.approx(0.10)
+    assert reward(base, trade, "both") == pytest.approx(-0.10)
+    assert reward(base, {"bsld": 9.0, "wait_mean": 950.0}, "both") == pytest.approx(0.05)
+    assert reward(base, trade, "wait") == pytest.approx(0.30)

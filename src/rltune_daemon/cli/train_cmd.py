@@ -9,6 +9,7 @@ from rltune_daemon.cli.common import add_bf_reservations, parse_opts, print_json
 from rltune_daemon.errors import UserError
 from rltune_daemon.planner.config import GUARD_REFERENCES, STARVATION_REFERENCE_DEFAULT
 from rltune_daemon.policies import BASELINES
+from rltune_daemon.train.credit import METRICS_CHOICES
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,9 +37,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "manifest predates it)")
     p.add_argument("--features", choices=("sampled", "naive"), default="sampled",
                    help="sampled = paper's engineered+sampled features; naive = raw job features (ablation)")
-    p.add_argument("--metric", choices=("bsld", "wait", "bsld+wait"), default="bsld+wait",
+    p.add_argument("--metric", choices=METRICS_CHOICES, default="bsld+wait",
                    help="what the reward measures: the relative gap to the base policy in mean bounded "
-                        "slowdown, mean wait, or the mean of both gaps (default)")
+                        "slowdown, mean wait, the mean of both gaps (default), or both: the smaller of "
+                        "the two gaps, so a window scores as well as its worse metric (episode credit)")
     p.add_argument("--estimates", choices=("oracle", "user", "trace"), default="user",
                    help="requested-time model the policies and features see (default: user, as evaluate)")
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="trace option")

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from rltune_daemon.domain.arrays import F64
+from rltune_daemon.errors import UserError
 from rltune_daemon.sim.metrics import BSLD_BOUND
 
 # The reward's normaliser per metric: the base policy's value, floored (BSLD >= 1; a minute of mean
@@ -24,9 +25,24 @@ from rltune_daemon.sim.metrics import BSLD_BOUND
 REWARD_FLOORS = {"bsld": 1.0, "wait_mean": 60.0}
 
 
+METRICS_CHOICES = ("bsld", "wait", "bsld+wait", "both")
+
+
 def metric_key(metric: str) -> str:
     """The metrics key of one ``--metric`` part (``wait`` is the mean wait)."""
     return "wait_mean" if metric == "wait" else metric
+
+
+def checked_metric(metric: str) -> str:
+    if metric not in METRICS_CHOICES:
+        raise UserError(f"metric {metric!r}: expected one of {', '.join(METRICS_CHOICES)}")
+    return metric
+
+
+def metric_keys(metric: str) -> list[str]:
+    """The metrics keys a ``--metric`` reads: ``both`` reads BSLD and mean wait, as ``bsld+wait`` does,
+    and differs only in how the gaps combine (``ppo.reward``)."""
+    return ["bsld", "wait_mean"] if metric == "both" else [metric_key(m) for m in metric.split("+")]
 
 
 def reward_scale(base: dict[str, Any], key: str) -> float:
@@ -54,13 +70,14 @@ def accrued(times: F64, submit: F64, start: F64, end_time: float, weight: F64) -
 
 
 def step_rewards(times: F64, submit: F64, start: F64, end: F64, base: dict[str, Any], metric: str) -> F64:
-    """Per-decision rewards (negative, normalised by the base policy's totals; see module doc)."""
+    """Per-decision rewards (negative, normalised by the base policy's totals; see module doc). Not for
+    ``both`` (the worse of two gaps is no sum of charges; the trainer refuses that pair)."""
     ran = ~np.isnan(start)
     end_time = float(np.nanmax(end)) if ran.any() else float(times[-1]) if len(times) else 0.0
     run = np.where(ran, end - start, 0.0)
     n_jobs = max(len(submit), 1)
     parts = []
-    for key in map(metric_key, metric.split("+")):
+    for key in metric_keys(metric):
         weight = 1.0 / np.maximum(run, BSLD_BOUND) if key == "bsld" else np.ones(len(submit))
         parts.append(accrued(times, submit, start, end_time, weight) / (n_jobs * reward_scale(base, key)))
     return np.asarray(-np.mean(parts, axis=0), dtype=np.float64)

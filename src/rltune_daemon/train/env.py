@@ -26,6 +26,7 @@ from rltune_daemon.policies.learned import MAX_QUEUE, chunk_rank, feature_matrix
 from rltune_daemon.sim.config import SimConfig, checked_reservations
 from rltune_daemon.sim.controller import Controller, tiered_order
 from rltune_daemon.sim.engine import SimResult, Simulator
+from rltune_daemon.train.credit import checked_metric
 from rltune_daemon.train.history import EpisodeHistory
 
 OBS_BOUND = 10.0
@@ -52,7 +53,7 @@ class RLTuneEnv(gym.Env[dict[str, np.ndarray], int]):
         self.episode_jobs = min(episode_jobs, len(self.train.jobs))
         self.base_name = base
         self.mode = features
-        self.metric = metric
+        self.metric = checked_metric(metric)
         from rltune_daemon.features.naive import NAIVE_DIM
 
         dim = feats.ACTOR_DIM if features == "sampled" else NAIVE_DIM

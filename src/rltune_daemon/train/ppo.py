@@ -46,7 +46,7 @@ from rltune_daemon.planner.config import (
     loop_settings,
 )
 from rltune_daemon.sim.config import SimConfig, checked_reservations
-from rltune_daemon.train.credit import gae, metric_key, reward_scale, step_rewards
+from rltune_daemon.train.credit import checked_metric, gae, metric_keys, reward_scale, step_rewards
 from rltune_daemon.train.history import EpisodeHistory
 from rltune_daemon.train.network import Actor, Critic, first_pick_entropy, plackett_luce_logp
 from rltune_daemon.train.sampling import SamplingPolicy, Step
@@ -68,7 +68,7 @@ class TrainArgs:
     bf_reservations: int = 1  # blocked jobs per partition the simulator's backfill reserves for (1: EASY)
     starvation_reference: str = STARVATION_REFERENCE_DEFAULT  # daemon mode: the guard's reference (rollouts)
     features: str = "sampled"  # sampled | naive
-    metric: str = "bsld+wait"  # bsld | wait | bsld+wait
+    metric: str = "bsld+wait"  # bsld | wait | bsld+wait | both
     estimates: str | None = "user"
     opts: dict[str, str] = field(default_factory=dict)
     episode_jobs: int = 256
@@ -158,16 +158,14 @@ def episode_workload(train: Workload, start: int, size: int) -> Workload:
     return train.with_jobs(train.jobs[start : start + size], episode_start=start)
 
 
-def metric_value(metrics: dict[str, Any], metric: str) -> float:
-    return float(np.mean([metrics[metric_key(m)] for m in metric.split("+")]))
-
-
 def reward(base: dict[str, Any], rl: dict[str, Any], metric: str) -> float:
-    """Mean over the metrics of ``(base - rl) / base`` (improvement fraction; 0 when both are 0)."""
-    parts = []
-    for key in map(metric_key, metric.split("+")):
-        parts.append((float(base[key]) - float(rl[key])) / reward_scale(base, key))
-    return float(np.clip(np.mean(parts), -1.0, 1.0))
+    """Mean over the metrics of ``(base - rl) / base`` (improvement fraction; 0 when both are 0).
+
+    ``both`` takes the smaller gap instead: a window scores as well as its worse metric, so a search
+    cannot buy wait with slowdown (or back), which the mean of the two lets it do when the target is
+    lower BSLD *and* lower wait."""
+    parts = [(float(base[key]) - float(rl[key])) / reward_scale(base, key) for key in metric_keys(metric)]
+    return float(np.clip(min(parts) if metric == "both" else np.mean(parts), -1.0, 1.0))
 
 
 def _base_metrics(start: int) -> dict[str, Any]:
@@ -492,6 +490,9 @@ def _check(args: TrainArgs) -> None:
         raise UserError("--reach starts from the base policy's exact order: drop --warm-start")
     if args.init is not None and args.warm_start_episodes > 0:
         raise UserError(f"--init {args.init} starts from that model's weights: drop --warm-start")
+    if checked_metric(args.metric) == "both" and args.credit == "step":
+        raise UserError("--metric both scores a window by the worse of its two gaps, which no per-decision "
+                        "charge adds up to: use --credit episode, or --metric bsld+wait with --credit step")
     checked_reservations(args.bf_reservations)
     if args.starvation_reference not in GUARD_REFERENCES:
         raise UserError(f"starvation_reference {args.starvation_reference!r}: expected one of "
