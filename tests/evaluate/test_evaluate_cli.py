@@ -173,11 +173,11 @@ def test_bench_sim_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_daemon_spec_runs_a_baseline_through_the_planner() -> None:
-    """``daemon:<baseline>`` is the daemon without a model. With Slurm's own order as the policy and
-    the guard measured against that order only, it writes no SiteFactor at all (measured against submit
-    order too, the default, the guard lifts jobs multifactor keeps back), so it matches plain multifactor
-    up to the extra scheduling passes its 60-s cycles cause; with SJF it re-plans only every interval and
-    so differs from SJF ranked at every event."""
+    """``daemon:<baseline>`` is the daemon without a model. With Slurm's own order as the policy it
+    writes no SiteFactor at all, as the live daemon with ``base_policy = multifactor`` (the planner's
+    guard, measured against submit order, would lift jobs multifactor keeps back: not written), so it
+    matches plain multifactor up to the extra scheduling passes its 60-s cycles cause; with SJF it
+    re-plans only every interval and so differs from SJF ranked at every event."""
     from rltune_daemon.evaluate import EvalConfig, evaluate
     from rltune_daemon.evaluate.runner import make_controller
     from rltune_daemon.sim.engine import Simulator
@@ -203,17 +203,21 @@ def test_daemon_spec_runs_a_baseline_through_the_planner() -> None:
             Watch.written += sum(1 for v in self.site.values() if v)
 
     _, wins = heldout_windows(w, 2, 150, 0)
+    sjf = make_controller("daemon:sjf", w, cfg)
+    assert isinstance(sjf, DaemonModeController) and not sjf.leave_order
     written = {}
-    for reference in ("priority", "both"):  # only the submit-order guard moves Slurm's own order
-        Watch.written = 0
+    for reference in ("priority", "both"):  # only the submit-order guard moves Slurm's own order ...
         run_cfg = dataclasses.replace(cfg, starvation_reference=reference)
         mf = make_controller("daemon:multifactor", w, run_cfg)
-        assert isinstance(mf, DaemonModeController)
-        watch = Watch(mf.policy, mf.cfg, interval=60.0)
-        Simulator(wins[0], watch).run()
-        assert watch.plans > 10
-        written[reference] = Watch.written
-    assert written["priority"] == 0 and written["both"] > 0
+        assert isinstance(mf, DaemonModeController) and mf.leave_order
+        for leave in (True, False):  # ... and daemon:multifactor writes none of it, as the daemon
+            Watch.written = 0
+            watch = Watch(mf.policy, mf.cfg, interval=60.0, leave_order=leave)
+            Simulator(wins[0], watch).run()
+            assert watch.plans > 10
+            written[reference, leave] = Watch.written
+    assert written["priority", True] == written["both", True] == written["priority", False] == 0
+    assert written["both", False] > 0
 
 
 def test_daemon_mode_queue_checks_replan_a_changed_queue_sooner() -> None:

@@ -116,6 +116,18 @@ def test_a_model_retrained_since_the_run_is_named(tmp_path: Path) -> None:
     assert "now holds no model" in notes[0]
 
 
+def test_a_run_of_daemon_multifactor_before_it_left_slurms_order_is_noted(tmp_path: Path) -> None:
+    """Runs recorded before 2026-11-25 had ``daemon:multifactor`` write the planner's SiteFactors."""
+    run = _results(tmp_path / "old", "daemon:multifactor", {})
+    _, notes = recipe_config(run)
+    assert len(notes) == 1 and notes[0].startswith("daemon:multifactor: the run wrote the planner's SiteFactors")
+    res = json.loads((run / "results.json").read_text())
+    res["config"]["daemon_multifactor"] = "slurm-order"  # what a run records now
+    (run / "results.json").write_text(json.dumps(res))
+    assert recipe_config(run)[1] == []
+    assert recipe_config(_results(tmp_path / "sjf", "daemon:sjf", {}))[1] == []
+
+
 def test_a_model_moved_elsewhere_repeats_its_run_from_there(tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     """A replaced model restored into another directory (``--model RECORDED=DIR``) repeats the rows it

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rltune_daemon.errors import UserError
-from rltune_daemon.evaluate.recorded import settings_as_run
+from rltune_daemon.evaluate.recorded import DAEMON_MULTIFACTOR, settings_as_run
 from rltune_daemon.evaluate.runner import METRIC_KEYS, EvalConfig
 from rltune_daemon.policies.learned import actor_sha256
 
@@ -69,7 +69,12 @@ def recipe_config(run_dir: Path, jobs: int = 0,
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise UserError(f"--recipe {run_dir}: its {RESULTS_FILE} lacks a setting this version needs ({exc}); "
                         "run its command again instead") from None
-    return cfg, _model_notes(run, [p for p in run["policies"] if p not in moved])
+    notes = _model_notes(run, [p for p in run["policies"] if p not in moved])
+    if "daemon:multifactor" in run["policies"] and run["daemon_multifactor"] != DAEMON_MULTIFACTOR:
+        notes.append("daemon:multifactor: the run wrote the planner's SiteFactors (the starvation guard's "
+                     "lifts included); since 2026-11-25 it writes none, as the daemon with base_policy "
+                     "multifactor never did, so its rows may move")
+    return cfg, notes
 
 
 def renamed_policies(models: Mapping[str, str]) -> dict[str, str]:

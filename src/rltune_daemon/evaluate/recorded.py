@@ -21,7 +21,11 @@ AS_RUN_BEFORE: dict[str, Any] = {
     "interval": 60.0,
     "starvation_seconds": 4 * 3600.0,
     "split": "held-out",
+    # daemon:multifactor wrote the planner's SiteFactors (the guard's lifts included), which the daemon
+    # with base_policy multifactor never does; since 2026-11-25 it writes none ("slurm-order")
+    "daemon_multifactor": "planned",
 }
+DAEMON_MULTIFACTOR = "slurm-order"  # what runs record now
 
 
 def settings_as_run(config: dict[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from tqdm import tqdm
 
 from rltune_daemon.domain.arrays import JobTable
 from rltune_daemon.domain.workload import Workload
+from rltune_daemon.evaluate.recorded import DAEMON_MULTIFACTOR
 from rltune_daemon.evaluate.windows import heldout_windows
 from rltune_daemon.placement.context import FALLBACK_REASONS
 from rltune_daemon.placement.milp import fallback_counts, reset_fallback_counts
@@ -32,6 +33,7 @@ from rltune_daemon.planner.config import (
 )
 from rltune_daemon.policies.base import Policy
 from rltune_daemon.policies.learned import model_identity
+from rltune_daemon.policies.multifactor import leaves_slurm_order
 from rltune_daemon.sim.config import EffectsConfig, SimConfig
 from rltune_daemon.sim.controller import Controller, PolicyController
 from rltune_daemon.sim.engine import Simulator
@@ -81,7 +83,8 @@ def make_controller(spec: str, train: Workload, cfg: EvalConfig) -> Controller:
     * a baseline name (``sjf``): the heuristic ranks the queue at every scheduling pass;
     * ``rltune:<model dir>``: the learned policy through the daemon's planner (``cfg.mode``);
     * ``daemon:<baseline>``: the heuristic through the daemon's planner, always in daemon mode: what
-      ``rltune-daemon`` gives with ``base_policy = <baseline>`` and no model.
+      ``rltune-daemon`` gives with ``base_policy = <baseline>`` and no model (``daemon:multifactor``
+      writes no SiteFactor, as that daemon does: Slurm's own order plus placement hints).
 
     The MILP plans with the simulator's own placement effects (``--pure`` switches both off)."""
     from rltune_daemon.policies import make_policy
@@ -97,10 +100,13 @@ def make_controller(spec: str, train: Workload, cfg: EvalConfig) -> Controller:
     policy = make_policy(name)
     if policy.learns_history:
         policy.fit_history(JobTable.from_jobs(train.jobs, train.cluster))
-    return _planned(policy, cfg, "daemon", True) if kind == "daemon" else PolicyController(policy)
+    if kind != "daemon":
+        return PolicyController(policy)
+    return _planned(policy, cfg, "daemon", True, leave_order=leaves_slurm_order(policy.name))
 
 
-def _planned(policy: Policy, cfg: EvalConfig, mode: str, placement: bool) -> Controller:
+def _planned(policy: Policy, cfg: EvalConfig, mode: str, placement: bool, leave_order: bool = False
+             ) -> Controller:
     from rltune_daemon.planner.config import PlannerConfig, guard_reference
     from rltune_daemon.sim.modes import planner_controller
 
@@ -111,7 +117,7 @@ def _planned(policy: Policy, cfg: EvalConfig, mode: str, placement: bool) -> Con
                             starvation_stretch=cfg.starvation_stretch,
                             starvation_reference=guard_reference(cfg.starvation_reference))
     return planner_controller(policy, mode, placement=placement, config=planner, interval=cfg.interval,
-                              react=cfg.react)
+                              react=cfg.react, leave_order=leave_order)
 
 
 _STATE: dict[str, Any] = {}
@@ -213,6 +219,6 @@ def aggregate(cfg: EvalConfig, runs: list[dict[str, Any]], seconds: float, worke
     config["opts"] = cfg.trace_opts()
     if cfg.starvation_seconds == float("inf"):
         config["starvation_seconds"] = "off"  # JSON has no infinity
-    config.update(wall_seconds=seconds, workers=workers,
+    config.update(wall_seconds=seconds, workers=workers, daemon_multifactor=DAEMON_MULTIFACTOR,
                   estimates_used=cfg.estimates or "default", models=models or {})
     return {"policies": policies, "config": config}

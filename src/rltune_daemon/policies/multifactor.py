@@ -59,3 +59,10 @@ class Multifactor(Policy):
             if len(live) and not np.isnan(live).any():
                 return -live  # Slurm already applied its own multifactor weights
         return -self.priority(view)
+
+
+def leaves_slurm_order(policy_name: str) -> bool:
+    """Whether the daemon running ``policy_name`` with no model writes no SiteFactor: ``multifactor`` is
+    Slurm's own order, which Slurm applies itself; the daemon only undoes its own earlier writes (and
+    still gives placement hints). The live applier and the simulator's ``daemon:`` policies both ask."""
+    return policy_name == "multifactor"

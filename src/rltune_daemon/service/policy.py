@@ -21,6 +21,7 @@ from rltune_daemon.errors import UserError
 from rltune_daemon.placement.context import FALLBACK_REASONS, PlacementContext, PlacementResult, Placer
 from rltune_daemon.placement.greedy import greedy_placer
 from rltune_daemon.policies.base import Policy
+from rltune_daemon.policies.multifactor import leaves_slurm_order
 from rltune_daemon.policies.registry import make_policy
 
 
@@ -59,7 +60,7 @@ class PolicyChoice:
     @property
     def leave_order(self) -> bool:
         """``multifactor`` means "Slurm's own order": write no SiteFactor (undo only ours)."""
-        return self.policy.name == "multifactor"
+        return leaves_slurm_order(self.policy.name)
 
 
 def behind_base(identity: Mapping[str, Any]) -> str:

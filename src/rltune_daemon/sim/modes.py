@@ -34,8 +34,9 @@ from rltune_daemon.sim.engine import Simulator
 class DaemonModeController(Controller):
     def __init__(self, policy: Policy, config: PlannerConfig | None = None, placer: Placer | None = None,
                  interval: float = 60.0, hint_cycles: int = 2, base: Multifactor | None = None,
-                 react: float = 0.0) -> None:
+                 react: float = 0.0, leave_order: bool = False) -> None:
         self.policy = policy
+        self.leave_order = leave_order  # write no SiteFactor, hints only (``leaves_slurm_order``)
         self.name = policy.name
         self.cfg = config or PlannerConfig()
         self.placer = placer or greedy_placer
@@ -87,7 +88,8 @@ class DaemonModeController(Controller):
         names = {n: i for i, n in enumerate(sim.cl.names)}
         for entry in result.entries:
             row = index[entry.job_id]
-            self.site[row] = entry.site_factor
+            if not self.leave_order:
+                self.site[row] = entry.site_factor
             if entry.placement.is_hint:
                 sim.set_hint(row, np.array([names[n] for n in entry.placement.nodes], dtype=np.int64))
                 self.hint_expiry[row] = self.cycles + self.hint_cycles
@@ -146,16 +148,17 @@ def default_placer() -> Placer:
 
 def planner_controller(policy: Policy, mode: str, placement: bool = True, placer: Placer | None = None,
                        config: PlannerConfig | None = None, interval: float = 60.0,
-                       react: float = 0.0) -> Controller:
+                       react: float = 0.0, leave_order: bool = False) -> Controller:
     """A controller running ``policy`` in ``daemon`` mode (re-planned every ``interval`` seconds, and
     within ``react`` seconds of a queue change when ``react`` > 0) or ``event`` mode; ``placement``
-    False keeps Slurm's own placement (no hints), as in training and in the paper's naive ablation."""
+    False keeps Slurm's own placement (no hints), as in training and in the paper's naive ablation.
+    ``leave_order``: daemon mode writes no SiteFactor, as the daemon with no model and ``multifactor``."""
     cfg = config or PlannerConfig(placement=placement)
     if not placement:
         cfg = PlannerConfig(**{**cfg.__dict__, "placement": False})
     if mode == "daemon":
         return DaemonModeController(policy, cfg, placer or (default_placer() if placement else greedy_placer),
-                                    interval=interval, react=react)
+                                    interval=interval, react=react, leave_order=leave_order)
     if mode == "event":
         if not placement:
             from rltune_daemon.sim.controller import PolicyController
