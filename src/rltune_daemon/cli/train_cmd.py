@@ -44,6 +44,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--estimates", choices=("oracle", "user", "trace"), default="user",
                    help="requested-time model the policies and features see (default: user, as evaluate)")
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="trace option")
+    p.add_argument("--cluster", default=None, metavar="PATH",
+                   help="cluster file for a sacct/CSV trace (as rltune evaluate's; the manifest records it)")
     p.add_argument("--workers", type=int, default=0, help="rollout processes (default: all cores)")
     p.add_argument("--episodes-per-iter", type=int, default=16, help="ppo: rollouts per update")
     p.add_argument("--episode-jobs", type=int, default=256,
@@ -128,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         trace=args.trace, out=args.out, base=args.base, minutes=args.minutes, seed=args.seed, mode=args.mode,
         react=args.react, bf_reservations=args.bf_reservations,
         starvation_reference=args.starvation_reference or STARVATION_REFERENCE_DEFAULT,
-        features=args.features, metric=args.metric, estimates=args.estimates, opts=opts,
+        features=args.features, metric=args.metric, estimates=args.estimates, opts=opts, cluster=args.cluster,
         workers=args.workers, episodes_per_iter=args.episodes_per_iter, episode_jobs=args.episode_jobs,
         max_iterations=args.max_iterations, heldout_windows=10 if args.heldout_windows is None else
         args.heldout_windows, lr=args.lr,

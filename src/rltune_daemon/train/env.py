@@ -42,13 +42,13 @@ class RLTuneEnv(gym.Env[dict[str, np.ndarray], int]):
 
     def __init__(self, trace: str = "testbed", episode_jobs: int = 256, base: str = "sjf",
                  features: str = "sampled", metric: str = "bsld+wait", seed: int = 0,
-                 opts: dict[str, str] | None = None, estimates: str = "user", bf_reservations: int = 1
-                 ) -> None:
+                 opts: dict[str, str] | None = None, estimates: str = "user", bf_reservations: int = 1,
+                 cluster: str | None = None) -> None:
         from rltune_daemon import features as feats
         from rltune_daemon.traces import load_workload, split_by_time
 
         self.sim_config = SimConfig(bf_reservations=checked_reservations(bf_reservations))
-        workload = load_workload(trace, estimates=estimates, seed=seed, **(opts or {}))
+        workload = load_workload(trace, estimates=estimates, seed=seed, cluster=cluster, **(opts or {}))
         self.train, _ = split_by_time(workload)
         self.episode_jobs = min(episode_jobs, len(self.train.jobs))
         self.base_name = base

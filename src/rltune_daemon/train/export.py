@@ -35,6 +35,7 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
         "format": 1,
         "trace": args.trace,
         "trace_options": args.opts,
+        "cluster": args.cluster,  # the nodes a site's own trace ran on (None: the trace's own cluster)
         "estimates": args.estimates,
         "base_policy": args.base,
         "mode": args.mode,
@@ -58,14 +59,15 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
         "episode_jobs": args.episode_jobs,
         "bf_reservations": args.bf_reservations,  # the simulator's backfill it was trained and measured under
         "rollouts": rollout_settings(args),  # the planner settings its episodes ran under (guard, cycles)
-        "hyperparameters": {k: v for k, v in vars(args).items() if k not in {"out", "trace", "opts"}
-                            and not isinstance(v, Path)},
+        "hyperparameters": {k: v for k, v in vars(args).items()
+                            if k not in {"out", "trace", "opts", "cluster"} and not isinstance(v, Path)},
     }
     if len(actor.net) == 1:  # one linear layer: a weighted sum an admin can read (weight per input)
         manifest["linear_scorer"] = linear_weights(actor, args.features)
     write_manifest(out, manifest)
     if args.heldout_windows > 0:
-        spec = HeldoutSpec(trace=args.trace, base=args.base, opts=args.opts, windows=args.heldout_windows,
+        spec = HeldoutSpec(trace=args.trace, base=args.base, opts=args.opts, cluster=args.cluster,
+                           windows=args.heldout_windows,
                            window_size=args.heldout_window_size, seed=args.seed, estimates=args.estimates,
                            mode=args.mode, bf_reservations=args.bf_reservations, jobs=args.workers)
         manifest["heldout"] = measure_heldout(out, spec, progress=args.progress)

@@ -25,6 +25,7 @@ class HeldoutSpec:
     trace: str
     base: str
     opts: dict[str, str]
+    cluster: str | None = None
     windows: int = 10
     window_size: int = 1024
     seed: int = 0  # training draws its held-out windows with the training seed
@@ -41,7 +42,8 @@ def measure_heldout(model_dir: Path, spec: HeldoutSpec, progress: bool = False) 
     policy = f"rltune:{model_dir}"
     cfg = EvalConfig(trace=spec.trace, policies=(spec.base, policy), windows=spec.windows,
                      window_size=spec.window_size, seed=spec.seed, estimates=spec.estimates, mode=spec.mode,
-                     opts=spec.opts, jobs=spec.jobs, bf_reservations=spec.bf_reservations)
+                     opts=spec.opts, cluster=spec.cluster, jobs=spec.jobs,
+                     bf_reservations=spec.bf_reservations)
     res = evaluate(cfg, progress=progress)
     return {"windows": spec.windows, "window_size": spec.window_size, "seed": spec.seed,
             "bf_reservations": spec.bf_reservations,
@@ -77,6 +79,7 @@ def record_heldout(model_dir: Path, windows: int = 10, window_size: int = 1024, 
     spec = HeldoutSpec(
         trace=str(manifest["trace"]), base=str(manifest["base_policy"]),
         opts={str(k): str(v) for k, v in (manifest.get("trace_options") or {}).items()},
+        cluster=manifest.get("cluster"),
         windows=windows, window_size=window_size,
         seed=int(manifest.get("seed", 0)) if seed is None else seed,
         estimates=manifest.get("estimates", "user"), mode=str(manifest.get("mode", "daemon")),

@@ -71,6 +71,7 @@ class TrainArgs:
     metric: str = "bsld+wait"  # bsld | wait | bsld+wait | both
     estimates: str | None = "user"
     opts: dict[str, str] = field(default_factory=dict)
+    cluster: str | None = None  # a cluster file for a sacct/CSV trace (evaluate's --cluster)
     episode_jobs: int = 256
     episodes_per_iter: int = 16
     workers: int = 0  # 0 = all cores
@@ -120,7 +121,8 @@ def _worker_init(args: TrainArgs) -> None:
     from rltune_daemon.traces import load_workload, split_by_time
 
     torch.set_num_threads(1)
-    workload = load_workload(args.trace, estimates=args.estimates, seed=args.seed, **args.opts)
+    workload = load_workload(args.trace, estimates=args.estimates, seed=args.seed, cluster=args.cluster,
+                             **args.opts)
     train, _ = split_by_time(workload)
     if len(train.jobs) < args.episode_jobs + 1:
         raise UserError(f"trace {args.trace}: training split has {len(train.jobs)} jobs, fewer than one "

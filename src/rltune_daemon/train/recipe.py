@@ -19,7 +19,7 @@ from rltune_daemon.policies.learned import MODEL_FILE, actor_sha256, read_manife
 from rltune_daemon.train.ppo import TrainArgs, rollout_settings
 
 # TrainArgs fields that are not the recipe: where the run writes, how it is run and shown.
-NOT_RECIPE = frozenset({"trace", "out", "opts", "init", "workers", "progress", "max_iterations"})
+NOT_RECIPE = frozenset({"trace", "out", "opts", "cluster", "init", "workers", "progress", "max_iterations"})
 
 
 def _start_model(model: Path, manifest: dict[str, Any], init: Path | None) -> Path | None:
@@ -73,6 +73,7 @@ def recipe_args(model: Path, out: Path, *, init: Path | None = None, workers: in
     if heldout_windows is not None:
         settings["heldout_windows"] = heldout_windows
     args = TrainArgs(trace=str(manifest["trace"]), out=out, opts=dict(manifest.get("trace_options") or {}),
+                     cluster=manifest.get("cluster"),
                      init=_start_model(model, manifest, init), workers=workers, progress=progress,
                      max_iterations=max_iterations or done, **settings)
     rollouts = manifest.get("rollouts")
