@@ -117,15 +117,25 @@ def test_a_model_retrained_since_the_run_is_named(tmp_path: Path) -> None:
 
 
 def test_a_run_of_daemon_multifactor_before_it_left_slurms_order_is_noted(tmp_path: Path) -> None:
-    """Runs recorded before 2026-11-25 had ``daemon:multifactor`` write the planner's SiteFactors."""
-    run = _results(tmp_path / "old", "daemon:multifactor", {})
+    """Runs recorded before 2026-11-25 had ``daemon:multifactor`` write the planner's SiteFactors, which
+    differ from none only where the guard lifted a job: when it also measured submit order."""
+    def config(run: Path, **settings: object) -> Path:
+        res = json.loads((run / "results.json").read_text())
+        res["config"].update(settings)
+        (run / "results.json").write_text(json.dumps(res))
+        return run
+
+    run = config(_results(tmp_path / "old", "daemon:multifactor", {}), starvation_reference="both",
+                 starvation_seconds=14400.0)
     _, notes = recipe_config(run)
-    assert len(notes) == 1 and notes[0].startswith("daemon:multifactor: the run wrote the planner's SiteFactors")
-    res = json.loads((run / "results.json").read_text())
-    res["config"]["daemon_multifactor"] = "slurm-order"  # what a run records now
-    (run / "results.json").write_text(json.dumps(res))
-    assert recipe_config(run)[1] == []
-    assert recipe_config(_results(tmp_path / "sjf", "daemon:sjf", {}))[1] == []
+    assert len(notes) == 1
+    assert notes[0].startswith("daemon:multifactor: the run wrote the planner's SiteFactors")
+    assert recipe_config(config(run, daemon_multifactor="slurm-order"))[1] == []  # what a run records now
+    assert recipe_config(_results(tmp_path / "off", "daemon:multifactor", {}))[1] == []  # guard off
+    before = config(_results(tmp_path / "priority", "daemon:multifactor", {}), starvation_seconds=14400.0)
+    assert recipe_config(before)[1] == []  # measured against Slurm's own order only: nothing lifted
+    assert recipe_config(config(_results(tmp_path / "sjf", "daemon:sjf", {}), starvation_reference="both",
+                                starvation_seconds=14400.0))[1] == []
 
 
 def test_a_model_moved_elsewhere_repeats_its_run_from_there(tmp_path: Path,

@@ -99,8 +99,9 @@ def test_a_sites_own_trace_trains_and_is_measured_on_its_cluster_file(
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["cluster"] == str(nodes) and "cluster" not in manifest["hyperparameters"]
     capsys.readouterr()
-    assert main(["heldout", str(out), "--windows", "1", "--window-size", "64", "--jobs", "1"]) == 0
+    small = ["--windows", "1", "--window-size", "64", "--jobs", "1"]
+    assert main(["heldout", str(out), *small]) == 0
     nodes.rename(tmp_path / "moved.csv")
-    assert main(["heldout", str(out), "--windows", "1", "--window-size", "64", "--jobs", "1", "--replace"]) == 2
+    assert main(["heldout", str(out), *small, "--replace"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(nodes) in err

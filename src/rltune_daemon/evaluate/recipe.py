@@ -70,7 +70,9 @@ def recipe_config(run_dir: Path, jobs: int = 0,
         raise UserError(f"--recipe {run_dir}: its {RESULTS_FILE} lacks a setting this version needs ({exc}); "
                         "run its command again instead") from None
     notes = _model_notes(run, [p for p in run["policies"] if p not in moved])
-    if "daemon:multifactor" in run["policies"] and run["daemon_multifactor"] != DAEMON_MULTIFACTOR:
+    # the guard lifts a job above Slurm's own order only when it also measures submit order
+    lifts = run["starvation_reference"] != "priority" and run["starvation_seconds"] != "off"
+    if "daemon:multifactor" in run["policies"] and run["daemon_multifactor"] != DAEMON_MULTIFACTOR and lifts:
         notes.append("daemon:multifactor: the run wrote the planner's SiteFactors (the starvation guard's "
                      "lifts included); since 2026-11-25 it writes none, as the daemon with base_policy "
                      "multifactor never did, so its rows may move")

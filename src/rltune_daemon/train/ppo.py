@@ -467,7 +467,8 @@ class Session:
         train_minutes = self.elapsed / 60.0
         _write_csv(args.out / "training.csv", self.rows)
         backfill = "" if args.bf_reservations == 1 else f", {args.bf_reservations} reservations"
-        title = f"{args.trace}: RLTune vs {args.base} ({args.mode} mode, {args.algo}{backfill})"
+        metric = "" if args.metric == TrainArgs.metric else f", reward: {args.metric}"
+        title = f"{args.trace}: RLTune vs {args.base} ({args.mode} mode, {args.algo}{backfill}{metric})"
         plot_curve(self.rows, args.out / "training_curve.png", title, self.start_val, reward_label,
                    f"{self.start_label} (iteration 0)")
         return export_model(self.actor, args, train_minutes, self.rows, self.best, self.warm, self.start_val,
