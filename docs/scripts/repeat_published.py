@@ -7,8 +7,9 @@ recorded), until M minutes (default 60) of recorded wall time are planned; the r
 repeated. With DIRs: those runs, merged into the existing table. A learned policy whose directory holds
 another model now is run from that model restored out of git history (``--model``, matched by the actor
 hash the run recorded). Writes docs/results/repeat/README.md (a verdict per run) and results.json.
-Verdicts: ``same`` (every metric of every window), ``model retrained`` (a model replaced since and not
-in git: its rows are expected to move), ``differs`` (with `--recipe`'s lines), ``cannot repeat``.
+Verdicts: ``same`` (every metric of every window), ``changed since`` (numbers moved where ``--recipe``
+noted a change since the run: a model replaced and not in git, ``daemon:multifactor``'s rule),
+``differs`` (with `--recipe`'s lines), ``cannot repeat``.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ def main() -> int:
             moved, verdict = [str(exc)], "cannot repeat"
         else:
             moved = differences(recorded, results, renamed=renamed_policies(models))
-            verdict = "same" if not moved else ("model retrained" if notes else "differs")
+            verdict = "same" if not moved else ("changed since" if notes else "differs")
         rows.append({"run": rel, "verdict": verdict, "lines": moved, "notes": notes, "restored": restored,
                      "seconds": round(time.perf_counter() - t0, 1), "command": explicit_command(cfg)})
         print(f"[{i}/{len(plan)}] {rel}: {verdict} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr,
@@ -133,7 +134,7 @@ def main() -> int:
     return 0
 
 
-VERDICTS = ("same", "model retrained", "differs", "cannot repeat")
+VERDICTS = ("same", "changed since", "differs", "cannot repeat")
 
 
 def fallbacks_then(run: str) -> str:
@@ -158,13 +159,14 @@ def write(rows: list[dict[str, Any]], left: list[Path], command: str) -> None:
           "its results.json recorded, cheapest first by its recorded wall time; a model replaced since is "
           "restored from git by the actor hash the run recorded).", "",
           f"{len(rows)} runs repeated: {counts['same']} same in every metric of every window (relative "
-          f"difference at most 1e-9), {counts['model retrained']} with a model retrained since, "
+          f"difference at most 1e-9), {counts['changed since']} moved where a model or the code changed "
+          "since the run (its note says which), "
           f"{counts['differs']} differ, {counts['cannot repeat']} cannot be repeated. {len(left)} runs "
           "not repeated (over the time budget).", "",
           "| run | verdict | seconds | MILP fallbacks the run recorded | what moved |",
           "|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: str(r["run"])):
-        what = "; ".join(r.get("restored", []) + r["lines"]).replace("|", "\\|") or "-"
+        what = "; ".join(r.get("restored", []) + r["notes"] + r["lines"]).replace("|", "\\|") or "-"
         md.append(f"| `{r['run']}` | {r['verdict']} | {r['seconds']:.0f} | {fallbacks_then(r['run'])} | "
                   f"{what} |")
     if left:

@@ -103,12 +103,13 @@ class LocalCluster:
     @classmethod
     def private(cls, state_dir: Path, *, with_dbd: bool = False, **kwargs: Any) -> LocalCluster:
         """A cluster on ports nothing else uses (demo, tests, captures): one block of consecutive free
-        ports split between slurmctld, the five slurmd and, with accounting, slurmdbd and MariaDB, so two
+        ports split between slurmctld, one slurmd per node and, with accounting, slurmdbd and MariaDB, so two
         of its own daemons can never be handed the same port (separate draws once were)."""
-        base = free_port_block(8 if with_dbd else 6)
+        daemons = 1 + len(NODES)  # slurmctld, then one slurmd per node
+        base = free_port_block(daemons + 2 if with_dbd else daemons)
         return cls(Path(state_dir), ctld_port=base, slurmd_port=base + 1, with_dbd=with_dbd,
-                   dbd_port=base + 6 if with_dbd else None, mysql_port=base + 7 if with_dbd else None,
-                   **kwargs)
+                   dbd_port=base + daemons if with_dbd else None,
+                   mysql_port=base + daemons + 1 if with_dbd else None, **kwargs)
 
     @property
     def conf(self) -> Path:
