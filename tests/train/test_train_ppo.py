@@ -18,7 +18,7 @@ from rltune_daemon.cli.main import main
 from rltune_daemon.errors import UserError
 from rltune_daemon.policies.learned import load_learned
 from rltune_daemon.train.network import Actor
-from rltune_daemon.train.ppo import UPDATE_STATS, reward, train
+from rltune_daemon.train.ppo import UPDATE_STATS, reward, train, window_reward
 
 
 @pytest.fixture(autouse=True)
@@ -154,6 +154,10 @@ def test_trace_too_small_for_an_episode(tmp_path: Path) -> None:
     (["--trace", "no-such-trace"], "no-such-trace"),
     (["--react", "-1"], "--react -1: must be 0"),
     (["--metric", "both", "--credit", "step"], "--metric both scores a window by the worse of its two gaps"),
+    (["--rivals", "nosuch"], "--rivals 'nosuch': expected heuristics from"),
+    (["--rivals", "fcfs,sjf"], "--rivals sjf: it is the base policy already"),
+    (["--rivals", "fcfs,fcfs"], "a policy is named twice"),
+    (["--rivals", "fcfs", "--credit", "step"], "--rivals scores a window by its smallest reward"),
     (["--episode-jobs", "100000", "--max-iterations", "1"], "fewer than one episode"),
     (["--validation", "tail", "--opt", "jobs=1024", "--episode-jobs", "96", "--max-iterations", "1"],
      "training part's tail has"),
@@ -207,3 +211,25 @@ def test_metric_both_scores_a_window_by_its_worse_gap() -> None:
     assert reward(base, trade, "both") == pytest.approx(-0.10)
     assert reward(base, {"bsld": 9.0, "wait_mean": 950.0}, "both") == pytest.approx(0.05)
     assert reward(base, trade, "wait") == pytest.approx(0.30)
+
+
+def test_rivals_score_a_window_by_its_smallest_reward() -> None:
+    """The testbed's case: better than multifactor (the base) in both metrics, yet FCFS has the lower
+    wait; with FCFS as a rival that window is a loss, as it is for the issue's target."""
+    base = {"bsld": 2.60, "wait_mean": 3600.0}
+    fcfs = {"bsld": 3.80, "wait_mean": 3100.0}
+    rl = {"bsld": 2.50, "wait_mean": 3300.0}
+    assert window_reward(base, [], rl, "both") == pytest.approx(0.10 / 2.60)
+    assert window_reward(base, [fcfs], rl, "both") == pytest.approx((3100 - 3300) / 3100)
+    assert window_reward(base, [fcfs], rl, "bsld") == pytest.approx(0.10 / 2.60)  # FCFS's BSLD is worse
+    beats_both = {"bsld": 2.50, "wait_mean": 3000.0}
+    assert window_reward(base, [fcfs], beats_both, "both") == pytest.approx(100 / 3100)  # the nearest gap
+
+
+def test_rival_training_records_its_rivals(tmp_path: Path) -> None:
+    """A run with rivals scores no episode above the same episode against the base alone, and its
+    manifest keeps the rivals (``--recipe`` repeats them)."""
+    both = train(tiny_args(tmp_path / "r", metric="both", rivals="fcfs", warm_start_episodes=2))
+    alone = train(tiny_args(tmp_path / "b", metric="both", warm_start_episodes=2))
+    assert both["hyperparameters"]["rivals"] == "fcfs" and alone["hyperparameters"]["rivals"] == ""
+    assert both["validation_reward"] <= alone["validation_reward"]

@@ -119,6 +119,7 @@ def test_recipe_notes_what_the_manifest_predates(tmp_path: Path) -> None:
     base = {"trace": "testbed", "iterations": 3, "hyperparameters": {"seed": 7, "base": "fcfs"}}
     _, notes = recipe_args(_fake_model(tmp_path / "old", base), tmp_path / "x")
     assert any("predates" in n and "lr" in n for n in notes)
+    assert not any("rivals" in n for n in notes)  # added later and off by default: nothing to note
     assert any("predates recorded rollout settings" in n for n in notes)
     rollouts = {**rollout_settings(tiny_args(tmp_path)), "starvation_reference": "priority"}
     args, notes = recipe_args(_fake_model(tmp_path / "other", {**base, "rollouts": rollouts}), tmp_path / "x")

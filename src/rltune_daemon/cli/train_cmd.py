@@ -41,6 +41,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="what the reward measures: the relative gap to the base policy in mean bounded "
                         "slowdown, mean wait, the mean of both gaps (default), or both: the smaller of "
                         "the two gaps, so a window scores as well as its worse metric (episode credit)")
+    p.add_argument("--rivals", default="", metavar="POLICIES",
+                   help="other heuristics the reward is measured against too (comma-separated): a window "
+                        "scores its smallest reward against the base and each of them; with --metric both, "
+                        "lower BSLD and wait than each is the goal, e.g. --base multifactor --rivals fcfs")
     p.add_argument("--estimates", choices=("oracle", "user", "trace"), default="user",
                    help="requested-time model the policies and features see (default: user, as evaluate)")
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="trace option")
@@ -130,7 +134,8 @@ def run(args: argparse.Namespace) -> int:
         trace=args.trace, out=args.out, base=args.base, minutes=args.minutes, seed=args.seed, mode=args.mode,
         react=args.react, bf_reservations=args.bf_reservations,
         starvation_reference=args.starvation_reference or STARVATION_REFERENCE_DEFAULT,
-        features=args.features, metric=args.metric, estimates=args.estimates, opts=opts, cluster=args.cluster,
+        features=args.features, metric=args.metric, rivals=args.rivals, estimates=args.estimates, opts=opts,
+        cluster=args.cluster,
         workers=args.workers, episodes_per_iter=args.episodes_per_iter, episode_jobs=args.episode_jobs,
         max_iterations=args.max_iterations, heldout_windows=10 if args.heldout_windows is None else
         args.heldout_windows, lr=args.lr,

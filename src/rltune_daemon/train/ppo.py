@@ -69,6 +69,7 @@ class TrainArgs:
     starvation_reference: str = STARVATION_REFERENCE_DEFAULT  # daemon mode: the guard's reference (rollouts)
     features: str = "sampled"  # sampled | naive
     metric: str = "bsld+wait"  # bsld | wait | bsld+wait | both
+    rivals: str = ""  # other heuristics (comma-separated) the reward is also measured against (``reward``)
     estimates: str | None = "user"
     opts: dict[str, str] = field(default_factory=dict)
     cluster: str | None = None  # a cluster file for a sacct/CSV trace (evaluate's --cluster)
@@ -127,7 +128,7 @@ def _worker_init(args: TrainArgs) -> None:
     if len(train.jobs) < args.episode_jobs + 1:
         raise UserError(f"trace {args.trace}: training split has {len(train.jobs)} jobs, fewer than one "
                         f"episode of {args.episode_jobs}")
-    _W.update(args=args, train=train, base_cache={}, history=EpisodeHistory(train))
+    _W.update(args=args, train=train, policy_cache={}, history=EpisodeHistory(train))
 
 
 def sim_config(args: TrainArgs) -> SimConfig:
@@ -170,16 +171,35 @@ def reward(base: dict[str, Any], rl: dict[str, Any], metric: str) -> float:
     return float(np.clip(min(parts) if metric == "both" else np.mean(parts), -1.0, 1.0))
 
 
-def _base_metrics(start: int) -> dict[str, Any]:
+def _policy_metrics(name: str, start: int) -> dict[str, Any]:
+    """A heuristic's metrics on the episode window at ``start``: deterministic, so simulated once."""
     from rltune_daemon.policies import make_policy
     from rltune_daemon.sim import simulate
 
-    cache: dict[int, dict[str, Any]] = _W["base_cache"]
-    if start not in cache:
+    cache: dict[tuple[str, int], dict[str, Any]] = _W["policy_cache"]
+    if (name, start) not in cache:
         args: TrainArgs = _W["args"]
-        cache[start] = simulate(episode_workload(_W["train"], start, args.episode_jobs),
-                                _W["history"].prime(make_policy(args.base), start), sim_config(args)).metrics
-    return cache[start]
+        cache[name, start] = simulate(episode_workload(_W["train"], start, args.episode_jobs),
+                                      _W["history"].prime(make_policy(name), start), sim_config(args)).metrics
+    return cache[name, start]
+
+
+def _base_metrics(start: int) -> dict[str, Any]:
+    return _policy_metrics(_W["args"].base, start)
+
+
+def rival_names(rivals: str) -> list[str]:
+    return [r.strip() for r in rivals.split(",") if r.strip()]
+
+
+def window_reward(base: dict[str, Any], rivals: Sequence[dict[str, Any]], rl: dict[str, Any],
+                  metric: str) -> float:
+    """The episode's reward: against the base policy, or with ``--rivals`` the smallest of the rewards
+    against the base and each rival, so a window counts as won only where every one of them is beaten.
+    With ``--metric both`` that is the issue's target as a reward (lower BSLD *and* wait than each),
+    where the base alone lets a search trade toward a heuristic better in the other metric (FCFS's wait
+    on the testbed, against multifactor as base)."""
+    return min(reward(ref, rl, metric) for ref in (base, *rivals))
 
 
 def _screen(starts: list[int]) -> list[float]:
@@ -218,7 +238,8 @@ def _episode(actor: Actor, critic: Critic, start: int, seed: int, deterministic:
     wl = episode_workload(_W["train"], start, args.episode_jobs)
     res = Simulator(wl, ctl, sim_config(args)).run()
     steps = policy.steps
-    episode_reward = reward(base, res.metrics, args.metric)
+    rivals = [_policy_metrics(name, start) for name in rival_names(args.rivals)]
+    episode_reward = window_reward(base, rivals, res.metrics, args.metric)
     if args.credit == "step" and steps:
         submit = np.array([j.submit for j in wl.jobs], dtype=np.float64)
         rewards = step_rewards(np.array([s.time for s in steps]), submit, res.start, res.end, base,
@@ -468,7 +489,8 @@ class Session:
         _write_csv(args.out / "training.csv", self.rows)
         backfill = "" if args.bf_reservations == 1 else f", {args.bf_reservations} reservations"
         metric = "" if args.metric == TrainArgs.metric else f", reward: {args.metric}"
-        title = f"{args.trace}: RLTune vs {args.base} ({args.mode} mode, {args.algo}{backfill}{metric})"
+        base = ", ".join([args.base, *rival_names(args.rivals)])
+        title = f"{args.trace}: RLTune vs {base} ({args.mode} mode, {args.algo}{backfill}{metric})"
         plot_curve(self.rows, args.out / "training_curve.png", title, self.start_val, reward_label,
                    f"{self.start_label} (iteration 0)")
         return export_model(self.actor, args, train_minutes, self.rows, self.best, self.warm, self.start_val,
@@ -496,10 +518,27 @@ def _check(args: TrainArgs) -> None:
     if checked_metric(args.metric) == "both" and args.credit == "step":
         raise UserError("--metric both scores a window by the worse of its two gaps, which no per-decision "
                         "charge adds up to: use --credit episode, or --metric bsld+wait with --credit step")
+    _check_rivals(args)
     checked_reservations(args.bf_reservations)
     if args.starvation_reference not in GUARD_REFERENCES:
         raise UserError(f"starvation_reference {args.starvation_reference!r}: expected one of "
                         f"{', '.join(GUARD_REFERENCES)}")
+
+
+def _check_rivals(args: TrainArgs) -> None:
+    from rltune_daemon.policies import BASELINES
+
+    names = rival_names(args.rivals)
+    for name in names:
+        if name not in BASELINES:
+            raise UserError(f"--rivals {name!r}: expected heuristics from {', '.join(BASELINES)}")
+        if name == args.base:
+            raise UserError(f"--rivals {name}: it is the base policy already; drop it")
+    if len(set(names)) < len(names):
+        raise UserError(f"--rivals {args.rivals}: a policy is named twice")
+    if names and args.credit == "step":
+        raise UserError("--rivals scores a window by its smallest reward against several policies, which no "
+                        "per-decision charge adds up to: use --credit episode")
 
 
 def networks(args: TrainArgs) -> tuple[Actor, Critic]:

@@ -20,6 +20,9 @@ from rltune_daemon.train.ppo import TrainArgs, rollout_settings
 
 # TrainArgs fields that are not the recipe: where the run writes, how it is run and shown.
 NOT_RECIPE = frozenset({"trace", "out", "opts", "cluster", "init", "workers", "progress", "max_iterations"})
+# Settings added after models were shipped whose default is what every earlier version did: a manifest
+# without them ran that way, so their absence is not worth a note.
+ADDED_OFF = frozenset({"rivals"})
 
 
 def _start_model(model: Path, manifest: dict[str, Any], init: Path | None) -> Path | None:
@@ -58,7 +61,8 @@ def recipe_args(model: Path, out: Path, *, init: Path | None = None, workers: in
         raise UserError(f"--recipe {model}: it records {done} iterations, nothing to repeat")
     fields = {f.name for f in dataclasses.fields(TrainArgs)} - NOT_RECIPE
     notes = []
-    missing = sorted(fields - hp.keys() - ({"starvation_reference"} if starvation_reference else set()))
+    supplied = {"starvation_reference"} if starvation_reference else set()
+    missing = sorted(fields - hp.keys() - ADDED_OFF - supplied)
     if missing:
         notes.append(f"its manifest predates {', '.join(missing)}: this run uses the defaults")
     unknown = sorted(hp.keys() - fields - NOT_RECIPE)
