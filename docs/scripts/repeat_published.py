@@ -69,10 +69,9 @@ def restore(path: str, sha: str) -> tuple[Path, str] | None:
     return None
 
 
-def restored_models(run_dir: Path) -> tuple[dict[str, str], list[str]]:
-    """``--model`` pairs for the run's learned policies whose directory holds another model now and whose
-    model git still has, and a line per restored model."""
-    cfg = read_results(run_dir)["config"]
+def restored_models(cfg: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """``--model`` pairs for a run's learned policies (``cfg``: its results' config) whose directory holds
+    another model now and whose model git still has, and a line per restored model."""
     pairs, lines = {}, []
     for spec, ident in (cfg.get("models") or {}).items():
         path, want = spec.partition(":")[2], (ident or {}).get("actor_sha256")
@@ -112,8 +111,8 @@ def main() -> int:
     for i, d in enumerate(plan, 1):
         rel = str(d.relative_to(REPO))
         recorded = read_results(d)
-        models, restored = restored_models(d)
-        cfg, notes = recipe_config(d, jobs=a.jobs, models=models)
+        models, restored = restored_models(recorded["config"])
+        cfg, notes = recipe_config(d, jobs=a.jobs, models=models, recorded=recorded)
         t0 = time.perf_counter()
         try:
             with contextlib.redirect_stdout(io.StringIO()):

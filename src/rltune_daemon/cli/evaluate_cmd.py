@@ -164,7 +164,7 @@ def _recipe(args: argparse.Namespace) -> int:
             raise UserError(f"--model {pair!r}: expected RECORDED=DIR, e.g. models/x=/tmp/x")
         models[old] = new
     recorded = read_results(args.recipe)  # before the run: --out may be the same directory
-    cfg, notes = recipe_config(args.recipe, jobs=args.jobs, models=models)
+    cfg, notes = recipe_config(args.recipe, jobs=args.jobs, models=models, recorded=recorded)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     print(f"repeating {args.recipe}: {explicit_command(cfg)}", file=sys.stderr)

@@ -42,13 +42,14 @@ def read_results(run_dir: Path) -> dict[str, Any]:
     return results
 
 
-def recipe_config(run_dir: Path, jobs: int = 0,
-                  models: Mapping[str, str] | None = None) -> tuple[EvalConfig, list[str]]:
+def recipe_config(run_dir: Path, jobs: int = 0, models: Mapping[str, str] | None = None,
+                  recorded: dict[str, Any] | None = None) -> tuple[EvalConfig, list[str]]:
     """The ``EvalConfig`` that repeats ``run_dir``'s run (``jobs`` worker processes: they do not change
     the numbers), and notes on what will keep its numbers from being the same. ``models`` maps a model
     directory the run used to one that holds the same model now (a model replaced since, restored from
-    git elsewhere); each must hold the actor the run recorded."""
-    recorded = read_results(run_dir)
+    git elsewhere); each must hold the actor the run recorded. ``recorded``: its ``results.json`` where
+    the caller has read it already."""
+    recorded = read_results(run_dir) if recorded is None else recorded
     run = settings_as_run(recorded["config"])
     moved = {recorded_as: ran for ran, recorded_as in renamed_policies(models or {}).items()}
     _check_moved(run, moved, run_dir)
@@ -97,9 +98,8 @@ def _check_moved(run: dict[str, Any], moved: dict[str, str], run_dir: Path) -> N
         want = (models.get(old) or {}).get("actor_sha256")
         have = actor_sha256(Path(new.partition(":")[2]))
         if want is not None and have != want:
-            found = "no model" if have is None else f"actor {have}"
             raise UserError(f"--model {old.partition(':')[2]}={new.partition(':')[2]}: that directory holds "
-                            f"{found}, the run used actor {want}; give a directory with that model")
+                            f"{_holds(have)}, the run used actor {want}; give a directory with that model")
 
 
 def _model_notes(run: dict[str, Any], policies: list[str]) -> list[str]:
@@ -115,10 +115,14 @@ def _model_notes(run: dict[str, Any], policies: list[str]) -> list[str]:
         if want is None:
             notes.append(f"{spec}: the run predates recording its model; its rows are this model's")
         elif have != want:
-            now = "no model" if have is None else f"actor {have}"
-            notes.append(f"{spec}: {path} now holds {now}, the run used actor {want}, so its rows will "
-                         f"differ (restore that model from git and pass --model {path}=DIR)")
+            notes.append(f"{spec}: {path} now holds {_holds(have)}, the run used actor {want}, so its rows "
+                         f"will differ (restore that model from git and pass --model {path}=DIR)")
     return notes
+
+
+def _holds(sha: str | None) -> str:
+    """What a model directory holds, by its actor's hash (``actor_sha256``; None: no model)."""
+    return "no model" if sha is None else f"actor {sha}"
 
 
 def explicit_command(cfg: EvalConfig, out: Path | None = None) -> str:
