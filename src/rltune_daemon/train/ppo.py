@@ -489,10 +489,13 @@ class Session:
         _write_csv(args.out / "training.csv", self.rows)
         backfill = "" if args.bf_reservations == 1 else f", {args.bf_reservations} reservations"
         metric = "" if args.metric == TrainArgs.metric else f", reward: {args.metric}"
-        base = ", ".join([args.base, *rival_names(args.rivals)])
-        title = f"{args.trace}: RLTune vs {base} ({args.mode} mode, {args.algo}{backfill}{metric})"
+        rivals = rival_names(args.rivals)
+        title = (f"{args.trace}: RLTune vs {', '.join([args.base, *rivals])} "
+                 f"({args.mode} mode, {args.algo}{backfill}{metric})")
+        gap = ("the nearest of base\nand rivals (> 0: better than all)" if rivals
+               else "base\n(> 0: better than base)")
         plot_curve(self.rows, args.out / "training_curve.png", title, self.start_val, reward_label,
-                   f"{self.start_label} (iteration 0)")
+                   f"{self.start_label} (iteration 0)", f"normalised gap to {gap}")
         return export_model(self.actor, args, train_minutes, self.rows, self.best, self.warm, self.start_val,
                             self.init)
 
