@@ -14,7 +14,8 @@
 # GUARD_REFERENCE=1 the choice of the guard's default reference (multifactor and submit order);
 # BACKFILL_RESERVATIONS=1 the testbed under Slurm-like reservations for every blocked job,
 # TESTBED_BF500=1 the testbed model fine-tuned under them (`rltune train --init`), BF500_TRACES=1 the
-# other three models under them. The
+# other three models under them, HELIOS_BOTH=1 a Helios search scored by the worse of its two gaps,
+# RIVALS=1 the searches rewarded against several heuristics at once (testbed, Helios). The
 # loop's own training command (PPO) is the Alibaba model's; the Philly, Helios and testbed models come
 # from the RECENT, HELIOS_* and TESTBED_FRESH blocks (blocks run before a replacement name
 # models/<trace>-<base> for the model shipped at the time).
@@ -379,6 +380,33 @@ if [ -n "${BF500_TRACES:-}" ]; then
     "$RLTUNE" evaluate --trace "$t" --policies "fcfs,$b,${extra}multifactor,daemon:$b,rltune:$(model_of "$t")" \
       --windows 10 --window-size 1024 --seed 0 --bf-reservations 500 --out "docs/results/bf500-traces/heldout-$t-r500"
   done
+fi
+# Run I's recipe scored by the worse of its two gaps (HELIOS_BOTH=1; rule: docs/results/helios-both/RULE.md),
+# judged on run I's 80 fresh windows (seed 2; the other rows: docs/results/helios-fresh). A tie: not shipped.
+if [ -n "${HELIOS_BOTH:-}" ]; then
+  "$RLTUNE" train --trace helios --base sjf --algo cem --warm-start 16 --episodes contended --episode-jobs 1024 \
+    --minutes 30 --seed 1 --metric both --out docs/results/helios-both/model-helios-sjf
+  "$RLTUNE" evaluate --trace helios --opt jobs=100000 --seed 2 --split train-recent --windows 80 \
+    --window-size 1024 --policies rltune:docs/results/helios-both/model-helios-sjf --out docs/results/helios-both/fresh
+fi
+# Searches rewarded by the target itself (RIVALS=1; rules: docs/results/{testbed,helios}-rivals/RULE.md):
+# the smallest reward against the base and each rival, each from the shipped model's weights, judged on 80
+# fresh windows (testbed seed 6 under both backfills; Helios seed 5 under EASY). Neither shipped.
+if [ -n "${RIVALS:-}" ]; then
+  "$RLTUNE" train --trace testbed --base multifactor --rivals fcfs --metric both --algo cem \
+    --init docs/results/testbed-bf500/model --episodes contended --episode-jobs 1024 --cem-sigma 0.25 \
+    --minutes 30 --seed 0 --heldout-windows 0 --out docs/results/testbed-rivals/model
+  fresh=(--trace testbed --opt jobs=100000 --seed 6 --split train-recent --windows 80 --window-size 1024)
+  "$RLTUNE" evaluate "${fresh[@]}" --out docs/results/testbed-rivals/easy \
+    --policies fcfs,multifactor,rltune:docs/results/testbed-bf500/model,rltune:docs/results/testbed-rivals/model
+  "$RLTUNE" evaluate "${fresh[@]}" --bf-reservations 500 --out docs/results/testbed-rivals/r500 \
+    --policies multifactor,rltune:docs/results/testbed-bf500/model,rltune:docs/results/testbed-rivals/model
+  "$RLTUNE" train --trace helios --base sjf --rivals unicep,wfp3 --metric both --algo cem \
+    --init docs/results/helios-recent/model-helios-sjf --episodes contended --episode-jobs 1024 --cem-sigma 0.25 \
+    --minutes 30 --seed 1 --heldout-windows 0 --out docs/results/helios-rivals/model
+  "$RLTUNE" evaluate --trace helios --opt jobs=100000 --seed 5 --split train-recent --windows 80 \
+    --window-size 1024 --out docs/results/helios-rivals/easy \
+    --policies unicep,wfp3,rltune:docs/results/helios-recent/model-helios-sjf,rltune:docs/results/helios-rivals/model
 fi
 # Retraining a shipped model (RETRAIN="helios philly ..."): the same training command into models-new/, then
 # judged against the shipped model on 30 training-split windows (the shipped one's run is
