@@ -492,10 +492,8 @@ class Session:
         rivals = rival_names(args.rivals)
         title = (f"{args.trace}: RLTune vs {', '.join([args.base, *rivals])} "
                  f"({args.mode} mode, {args.algo}{backfill}{metric})")
-        gap = ("the nearest of base\nand rivals (> 0: better than all)" if rivals
-               else "base\n(> 0: better than base)")
         plot_curve(self.rows, args.out / "training_curve.png", title, self.start_val, reward_label,
-                   f"{self.start_label} (iteration 0)", f"normalised gap to {gap}")
+                   f"{self.start_label} (iteration 0)", rivals=bool(rivals))
         return export_model(self.actor, args, train_minutes, self.rows, self.best, self.warm, self.start_val,
                             self.init)
 
