@@ -390,7 +390,9 @@ if [ -n "${HELIOS_BOTH:-}" ]; then
     --window-size 1024 --policies rltune:docs/results/helios-both/model-helios-sjf --out docs/results/helios-both/fresh
 fi
 # Searches rewarded by the target itself (RIVALS=1; rules: docs/results/{testbed,helios}-rivals/RULE.md):
-# the smallest reward against the base and each rival, each from the shipped model's weights, judged on 80
+# the smallest reward against the base and each rival, each from the shipped model's weights (--init names
+# their copies in docs/results, the same actors the runs started from as models/..., so the block still
+# repeats after a replacement), judged on 80
 # fresh windows (testbed seed 6 under both backfills; Helios seed 5 under EASY). Neither shipped.
 if [ -n "${RIVALS:-}" ]; then
   "$RLTUNE" train --trace testbed --base multifactor --rivals fcfs --metric both --algo cem \
