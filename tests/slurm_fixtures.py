@@ -71,6 +71,15 @@ class SlurmTestCluster:
             raise AssertionError(f"{' '.join(argv)} rc={proc.returncode}: {proc.stderr.strip()}")
         return proc
 
+    def run_bytes(self, *argv: str) -> bytes:
+        """stdout of a client as raw bytes (outputs framed by byte widths), rc 0 required."""
+        proc = subprocess.run(list(argv), env=self.env, capture_output=True, timeout=30, check=False,
+                              cwd="/tmp")
+        if proc.returncode != 0:
+            err = proc.stderr.decode(errors="replace")
+            raise AssertionError(f"{' '.join(argv)} rc={proc.returncode}: {err}")
+        return proc.stdout
+
     def submit(self, *args: str, user: str | None = None, wrap: str = "sleep 3000") -> str:
         """``sbatch --parsable`` -> raw job id."""
         out = self.run("sbatch", "--parsable", "-o", "/dev/null", "-D", "/tmp", *args, "--wrap", wrap,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from rltune_daemon.domain import (
 from rltune_daemon.service.config import DaemonConfig, load_config
 from rltune_daemon.slurm.assemble import ReadInfo
 from rltune_daemon.slurm.errors import ControllerDown
+from rltune_daemon.slurm.integrity import Fate
 from rltune_daemon.slurm.writer import ApplyResult, JobResult, JobUpdate, UpdateStatus, prepare
 
 NODES = (("p100-1", "p100", 4, 8), ("p100-2", "p100", 4, 8), ("k80-1", "k80", 2, 8), ("k80-2", "k80", 2, 8),
@@ -113,6 +114,8 @@ class ScriptedBackend:
     reads: int = 0
     watches: list[str] = field(default_factory=lambda: ["same"])
     checks: int = 0
+    fates: dict[str, Fate] = field(default_factory=dict)  # confirm(): default "ended"
+    confirmed: list[list[str]] = field(default_factory=list)
     _last: ReadInfo | None = None
 
     @property
@@ -138,10 +141,15 @@ class ScriptedBackend:
         queue = self._last.queue if self._last is not None else frozenset()
         return queue | {("new", "PENDING")} if what == "new" else queue
 
+    def confirm(self, job_ids: Collection[str]) -> dict[str, Fate]:
+        self.confirmed.append(sorted(job_ids))
+        return {j: self.fates.get(j, Fate("ended", "COMPLETED")) for j in job_ids}
+
     def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], *,
-              site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False) -> ApplyResult:
+              site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False,
+              restore: bool = False, should_stop: Callable[[], bool] | None = None) -> ApplyResult:
         ups = list(updates)
-        prep = prepare(snapshot, ups, site_factor_unknown=site_factor_unknown)
+        prep = prepare(snapshot, ups, site_factor_unknown=site_factor_unknown, restore=restore)
         if dry_run:
             return ApplyResult(prep.decided + tuple(JobResult(j, UpdateStatus.PLANNED, "", ln)
                                                     for j, ln in prep.lines), dry_run=True)
@@ -196,6 +204,9 @@ class NullLog:
 
     def error(self, event: str, **kw: Any) -> None:
         self._log("error", event, **kw)
+
+    def debug(self, event: str, **kw: Any) -> None:
+        self._log("debug", event, **kw)
 
     def named(self, event: str) -> list[dict[str, Any]]:
         return [kw for _, e, kw in self.events if e == event]

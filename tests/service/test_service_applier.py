@@ -7,6 +7,7 @@ from service_helpers import ALL_NODES, entry, pending, plan_of, snapshot, with_s
 
 from rltune_daemon.service.applier import EXC, SITE, Applier, Decision, main_pass_jobs
 from rltune_daemon.service.statefile import DaemonState
+from rltune_daemon.slurm.integrity import Fate
 from rltune_daemon.slurm.writer import ApplyResult, JobResult, UpdateStatus, prepare
 
 S = UpdateStatus
@@ -159,21 +160,35 @@ def test_refused_write_is_rolled_back() -> None:
     assert state.jobs == {}
 
 
-def test_restore_puts_originals_back_and_forgets_gone_jobs() -> None:
+def test_restore_puts_originals_back_and_forgets_only_jobs_slurm_says_are_over() -> None:
     applier = Applier()
     state = DaemonState()
-    snap = snapshot([pending("1", site=0), pending("2")])
-    dec = applier.decide(state, snap, plan_of(entry("1", 1, 30, hint=["p100-2"]), entry("2", 2, -3)))
+    snap = snapshot([pending("1", site=0), pending("2"), pending("3")])
+    dec = applier.decide(state, snap, plan_of(entry("1", 1, 30, hint=["p100-2"]), entry("2", 2, -3),
+                                              entry("3", 3, -5)))
     _apply(state, snap, dec)
-    now = with_site(snap, {"1": 30}, exc={"1": ",".join(dec.changes[1].value)}, drop={"2"})  # type: ignore[arg-type]
-    out = applier.restore(state, now)
+    now = with_site(snap, {"1": 30}, exc={"1": ",".join(dec.changes[1].value)}, drop={"2", "3"})  # type: ignore[arg-type]
+    out = applier.restore(state, now, {"2": Fate("ended", "COMPLETED"), "3": Fate("unknown")})
     assert out.dropped == ["2"]
+    assert "3" in out.unresolved and "3" in state.jobs  # not listed, not confirmed: its record stays
     assert sorted((c.job_id, c.field, c.value) for c in out.changes) == [("1", EXC, ()), ("1", SITE, 0)]
     (u,) = out.updates()
     assert (u.site_factor, u.exc_nodes) == (0, ())
     _apply(state, now, out)
-    assert state.jobs == {}
-    assert not applier.restore(state, snapshot([pending("1")])).changes  # idempotent
+    assert set(state.jobs) == {"3"}
+    again = applier.restore(state, snapshot([pending("1"), pending("3", site=-5)]))
+    assert [(c.job_id, c.value) for c in again.changes] == [("3", 0)]  # back in the queue: restored
+
+
+def test_restore_puts_back_a_running_jobs_site_factor_and_keeps_its_node_list() -> None:
+    applier = Applier()
+    state = DaemonState()
+    snap = snapshot([pending("1")])
+    dec = applier.decide(state, snap, plan_of(entry("1", 1, 30, hint=["p100-2"])))
+    _apply(state, snap, dec)
+    out = applier.restore(state, snapshot([], running=["1"]))
+    assert [(c.job_id, c.field, c.value) for c in out.changes] == [("1", SITE, 0)]
+    assert "ExcNodeList" in out.kept["1"] and not out.dropped
 
 
 def test_requeued_job_loses_its_hint() -> None:
@@ -191,12 +206,16 @@ def test_requeued_job_loses_its_hint() -> None:
     assert [(c.kind, c.value) for c in dec.changes] == [("clear", ())]
 
 
-def test_jobs_that_left_the_queue_are_forgotten() -> None:
+def test_a_job_missing_from_reads_is_kept_until_slurm_confirms_it_ended() -> None:
     applier = Applier()
     state = DaemonState()
     snap = snapshot([pending("1")])
     _apply(state, snap, applier.decide(state, snap, plan_of(entry("1", 1, 40))))
     gone = snapshot([])
-    for _ in range(3):
-        applier.reconcile(state, gone)
+    for fate in (None, Fate("unknown"), Fate("other", "SUSPENDED")):
+        applier.reconcile(state, gone, fates=None if fate is None else {"1": fate})
+        assert "1" in state.jobs
+    applier.reconcile(state, gone, fates={"1": Fate("gone")})
     assert state.jobs == {}
+
+

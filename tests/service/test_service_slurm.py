@@ -160,7 +160,7 @@ def test_daemon_survives_a_stopped_controller_and_sigterm_restores(c: SlurmTestC
     """The real process: live cycles, slurmctld stopped (cycles skipped, nothing written, errors counted,
     still alive), slurmctld back, then SIGTERM puts every SiteFactor back."""
     ids = _queue(c)
-    _cfg(tmp_path, c, interval=0.5)
+    _cfg(tmp_path, c, interval=5)
     log = tmp_path / "daemon.log"
     with _daemon_process(tmp_path, log) as proc:
         _wait_event(log, lambda e: e.get("event") == "cycle" and e["changed"] > 0, 30, proc, "a live change")
@@ -183,7 +183,7 @@ def test_daemon_survives_a_stopped_controller_and_sigterm_restores(c: SlurmTestC
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0, log.read_text()[-2000:]
     stopped = next(e for e in _events(log) if e.get("event") == "stopped")
-    assert stopped["remaining"] == 0 and stopped["restored_jobs"] > 0
+    assert stopped["not_restored"] == 0 and stopped["restored_jobs"] > 0
     prio = c.sprio()
     assert all(prio[j][1] == 0 for j in ids.values())
     assert json.loads((tmp_path / "state.json").read_text())["jobs"] == {}
@@ -199,7 +199,7 @@ def test_queue_check_sees_a_submission_and_the_daemon_replans_at_once(c: SlurmTe
     extra = c.submit("--gres=gpu:1", "-t", "3")
     assert (extra, "PENDING") in reader.watch() - reader.last.queue
 
-    _cfg(tmp_path, c, interval=600, react=0.5, dry_run=True)
+    _cfg(tmp_path, c, interval=600, react=1, dry_run=True)
     log = tmp_path / "daemon.log"
     with _daemon_process(tmp_path, log) as proc:
         _wait_event(log, lambda e: e.get("event") == "cycle", 30, proc, "the first cycle")

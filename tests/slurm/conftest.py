@@ -39,11 +39,16 @@ def meta() -> dict[str, str]:
     return data
 
 
+def read_latin1(path: Path) -> str:
+    """A captured output as the reader decodes it: one character per byte (framed by byte widths)."""
+    return path.read_bytes().decode("latin-1")
+
+
 def snapshot_from(directory: Path, clock: float = 0.0) -> tuple[Snapshot, ReadInfo]:
-    jobs = parse_squeue_jobs((directory / "squeue_jobs.txt").read_text())
-    tres = parse_squeue_tres((directory / "squeue_tres.txt").read_text())
-    prio = parse_sprio((directory / "sprio.txt").read_text())
-    nodes = parse_sinfo_nodes((directory / "sinfo_nodes.txt").read_text())
+    jobs = parse_squeue_jobs(read_latin1(directory / "squeue_jobs.txt"))
+    tres = parse_squeue_tres(read_latin1(directory / "squeue_tres.txt"))
+    prio = parse_sprio(read_latin1(directory / "sprio.txt"))
+    nodes = parse_sinfo_nodes(read_latin1(directory / "sinfo_nodes.txt"))
     by_job: dict[str, list[PrioRecord]] = {}
     for p in prio.records:
         by_job.setdefault(p.job_id, []).append(p)

@@ -9,25 +9,25 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rltune_daemon.slurm.errors import ParseError
+from rltune_daemon.slurm.errors import ParseError, SuspectRead
 from rltune_daemon.slurm.formats import parse_duration, parse_memory_mb, parse_timestamp
 from rltune_daemon.slurm.parse import (
-    SPRIO_FIELDS,
-    SQUEUE_JOB_FIELDS,
     PrioRecord,
     gpus_in_spec,
+    job_line,
     node_usable,
+    parse_job_states,
     parse_sinfo_nodes,
     parse_sprio,
     parse_squeue_jobs,
     parse_squeue_tres,
     ping_is_up,
-    split_records,
+    sprio_line,
 )
 
 
 def _job_line(job_id: str = "7", reason: str = "Priority", **over: str) -> str:
-    """A squeue -o line in SQUEUE_JOB_FORMAT order with overridable fields (by letter)."""
+    """A squeue -o record as squeue prints it (free text fixed-width), fields overridable by letter."""
     vals = {
         "%A": job_id, "%F": job_id, "%K": "N/A", "%T": "PENDING", "%u": "alice", "%a": "(null)",
         "%P": "gpu", "%q": "(null)", "%Q": "1113", "%y": "0", "%V": "2026-11-22T13:34:54",
@@ -35,15 +35,22 @@ def _job_line(job_id: str = "7", reason: str = "Priority", **over: str) -> str:
         "%h": "OK", "%N": "", "%n": "", "%x": "", "%r": reason,
     }
     vals.update({f"%{k}": v for k, v in over.items()})
-    return "|".join(vals[f] for f in SQUEUE_JOB_FIELDS)
+    return job_line(vals)
+
+
+def _read(path: Path) -> str:
+    """A captured output as the reader sees it: one character per byte."""
+    return path.read_bytes().decode("latin-1")
 
 
 # ---- captured squeue -o ------------------------------------------------------------------------
 
 
 def test_squeue_jobs_captured_every_record(captured: Path, meta: dict[str, str]) -> None:
-    parsed = parse_squeue_jobs((captured / "squeue_jobs.txt").read_text())
-    assert parsed.skipped == []
+    parsed = parse_squeue_jobs(_read(captured / "squeue_jobs.txt"))
+    assert parsed.skipped == [(meta["pd_long_account"], parsed.skipped[0][1])]
+    assert "account is 64 bytes or longer" in parsed.skipped[0][1]
+    assert len(parsed.listed) == len(parsed.records) + 1  # the skipped record is still listed
     by_id: dict[str, list[object]] = {}
     for r in parsed.records:
         by_id.setdefault(r.job_id, []).append(r)
@@ -64,10 +71,24 @@ def test_squeue_jobs_captured_every_record(captured: Path, meta: dict[str, str])
     assert (split.array_job_id, split.array_task) == (meta["pd_array"], "1")
     assert recs[meta["pd_typed"]].array_job_id == ""
     admin = recs[meta["pd_admin"]]
-    assert admin.priority == 50000 and admin.reason.startswith("Nodes required for job are DOWN, DRAINED")
+    # the reason is read by its first 32 bytes
+    assert admin.priority == 50000 and admin.reason.startswith("Nodes required for job are DOWN")
     run = recs[meta["run_2node_k80"]]
     assert run.state == "RUNNING" and run.node_list == "k80-[1-2]" and run.start is not None
     assert recs[meta["run_p100x2_ovs"]].min_memory_mb == 8192
+
+
+def test_hostile_account_captured_from_slurm_stays_in_its_field(captured: Path, meta: dict[str, str]) -> None:
+    """The account holds '|', a newline and a fake record start; Slurm lowercases it and prints it raw."""
+    recs = {r.job_id: r for r in parse_squeue_jobs(_read(captured / "squeue_jobs.txt")).records}
+    hostile, plain = recs[meta["pd_hostile"]], recs[meta["pd_site"]]
+    assert hostile.account == "acct|9|2026-01-01t00:00:00\n1|forged ✓"
+    assert (hostile.user, hostile.partitions, hostile.time_limit) == ("rltuser", ("gpu",), 540.0)
+    assert (hostile.priority, hostile.tres_per_node, hostile.reason) == (
+        plain.priority - 500, "gres:gpu:p100:1", "Priority")  # pd_site has SiteFactor 500
+    states = dict(parse_job_states(_read(captured / "squeue_states.txt")))
+    assert {r.job_id: r.state for r in recs.values()} == {j: s for j, s in states.items()
+                                                          if j != meta["pd_long_account"]}
 
 
 def test_kit_squeue_values_parse(kit: Path) -> None:
@@ -86,33 +107,58 @@ def test_kit_squeue_values_parse(kit: Path) -> None:
         assert gpus_in_spec("gres:gpu:p100:3") == (3, "p100")
 
 
-# ---- split_records / nasty values -----------------------------------------------------------------
+# ---- framing / nasty values -------------------------------------------------------------------
 
 
-def test_reason_with_pipes_newlines_and_unicode_stays_in_its_record() -> None:
-    reason = "held by admin | see ticket ✓\n42|not a record\n7|also not\n\nend"
-    text = _job_line("7", reason) + "\n" + _job_line("8") + "\n"
+def test_free_text_with_separators_newlines_and_fake_records_stays_in_its_field() -> None:
+    nasty = "held by admin | see ticket ✓\n42|not a record\n7|also not\n\nend"
+    text = _job_line("7", reason="Priority", a=nasty, u="eve|x", q="q\n8|", P="gpu") + _job_line("8")
     parsed = parse_squeue_jobs(text)
     assert [r.job_id for r in parsed.records] == ["7", "8"]
-    assert parsed.records[0].reason == reason.strip()
-    assert parsed.records[1].reason == "Priority"
+    first = parsed.records[0]
+    assert (first.account, first.user, first.qos, first.priority) == (nasty, "eve|x", "q\n8|", 1113)
+    assert parsed.records[1].account == ""
 
 
-def test_line_that_looks_like_a_record_but_has_too_few_fields_is_continuation() -> None:
-    out = list(split_records("1|a|b\n2|x\n", 3, "t"))
-    assert out == [(1, ["1", "a", "b\n2|x"])]
+def test_a_value_that_fills_its_width_may_be_cut_and_skips_the_record() -> None:
+    parsed = parse_squeue_jobs(_job_line("7", a="x" * 64) + _job_line("8", a="y" * 63))
+    assert [r.job_id for r in parsed.records] == ["8"] and parsed.skipped[0][0] == "7"
+    assert parsed.listed == [("7", "PENDING"), ("8", "PENDING")]
+    long_reason = parse_squeue_jobs(_job_line("9", reason="Resources" + " because" * 10)).records[0]
+    assert long_reason.reason.startswith("Resources")  # only the start of a reason is read
 
 
-def test_first_line_not_a_record_is_a_parse_error() -> None:
+def test_multibyte_text_is_framed_by_bytes() -> None:
+    name = "Ω" * 31  # 62 bytes: fits; one more would be 64
+    parsed = parse_squeue_jobs(_job_line("7", u=name) + _job_line("8", u="Ω" * 32))
+    assert parsed.records[0].user == name and parsed.skipped[0][0] == "8"
+
+
+def test_first_record_of_another_shape_is_a_parse_error() -> None:
     with pytest.raises(ParseError, match="line 1"):
         parse_squeue_jobs("squeue: error: Invalid job format specification: ExcNodes\n" + _job_line())
 
 
+def test_cut_output_is_a_suspect_read() -> None:
+    text = _job_line("1") + _job_line("2")
+    for cut in (len(text) - 1, len(text) - 40, len(_job_line("1")) + 5):
+        with pytest.raises(SuspectRead, match="truncated") as err:
+            parse_squeue_jobs(text[:cut])
+        assert err.value.reason == "truncated"
+
+
+def test_mangled_middle_record_is_a_suspect_read() -> None:
+    text = _job_line("1") + "2|garbage\n" + _job_line("3")
+    with pytest.raises(SuspectRead) as err:
+        parse_squeue_jobs(text)
+    assert err.value.reason == "malformed"
+
+
 def test_empty_output_is_empty() -> None:
     assert parse_squeue_jobs("").records == []
-    assert parse_squeue_jobs("\n\n").records == []
     assert parse_sprio("").records == []
     assert parse_squeue_tres("").records == []
+    assert parse_job_states("") == []
 
 
 @pytest.mark.parametrize(
@@ -120,10 +166,10 @@ def test_empty_output_is_empty() -> None:
     [("Q", "high"), ("V", "yesterday"), ("l", "5 minutes"), ("C", "-"), ("m", "lots"), ("y", "")],
 )
 def test_bad_value_skips_only_that_record(field: str, value: str) -> None:
-    text = "\n".join([_job_line("1"), _job_line("2", **{field: value}), _job_line("3")])
+    text = "".join([_job_line("1"), _job_line("2", **{field: value}), _job_line("3")])
     parsed = parse_squeue_jobs(text)
     assert [r.job_id for r in parsed.records] == ["1", "3"]
-    assert parsed.skipped[0][0] == "2" and "line 2" in parsed.skipped[0][1]
+    assert parsed.skipped[0][0] == "2" and "record 2" in parsed.skipped[0][1]
 
 
 def test_unicode_and_odd_names() -> None:
@@ -141,18 +187,30 @@ def test_limits_and_node_ranges() -> None:
 
 
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=80))
-def test_any_reason_text_round_trips(reason: str) -> None:
-    reason = reason.replace("\r", "")
-    parsed = parse_squeue_jobs(_job_line("5", reason) + "\n" + _job_line("6", "x"))
-    ids = [r.job_id for r in parsed.records]
-    assert ids[0] == "5" and ids[-1] == "6"
+def test_any_account_text_round_trips(account: str) -> None:
+    parsed = parse_squeue_jobs(_job_line("5", a=account) + _job_line("6", a="x"))
+    if len(account.encode()) >= 64:  # might have been cut: not trusted
+        assert [r.job_id for r in parsed.records] == ["6"] and parsed.skipped[0][0] == "5"
+        return
+    assert [r.job_id for r in parsed.records] == ["5", "6"]
+    expected = account.rstrip(" ")  # trailing spaces cannot be told from padding
+    assert parsed.records[0].account == ("" if expected in ("", "(null)", "N/A", "n/a", "None") else expected)
+
+
+def test_job_states_captured(captured: Path, meta: dict[str, str]) -> None:
+    states = dict(parse_job_states(_read(captured / "squeue_states.txt")))
+    assert states[meta["pd_typed"]] == "PENDING" and states[meta["run_p100x4"]] == "RUNNING"
+    confirm = dict(parse_job_states(_read(captured / "confirm.txt")))
+    assert confirm == {meta["done"]: "COMPLETED", meta["pd_typed"]: "PENDING"}  # 999999: not listed
+    assert "Invalid job id specified" in (captured / "confirm_invalid.stderr").read_text()
+    assert (captured / "confirm_invalid.rc").read_text().strip() == "1"
 
 
 # ---- squeue -O -------------------------------------------------------------------------------
 
 
 def test_squeue_tres_captured(captured: Path, meta: dict[str, str]) -> None:
-    parsed = parse_squeue_tres((captured / "squeue_tres.txt").read_text())
+    parsed = parse_squeue_tres(_read(captured / "squeue_tres.txt"))
     recs = {r.job_id: r for r in parsed.records}
     assert len(parsed.records) == len(recs)  # array task lines merged
     assert recs[meta["pd_gpus_per_job"]].tres_per_job == "gres:gpu:p100:3"
@@ -167,6 +225,11 @@ def test_squeue_tres_wrong_shape_raises() -> None:
         parse_squeue_tres("12|N/A|N/A|1|cpu=1\n")  # missing trailing '|'
     with pytest.raises(ParseError):
         parse_squeue_tres("12_[0-3]|N/A|N/A|1|cpu=1|\n")  # not a raw id
+    good = "12|N/A|N/A|1|cpu=1|\n"
+    with pytest.raises(SuspectRead, match="truncated"):
+        parse_squeue_tres(good + good[:-3])
+    with pytest.raises(SuspectRead, match="malformed"):
+        parse_squeue_tres(good + "13|N/A|1|cpu=1|\n")
 
 
 # ---- GPU specs -------------------------------------------------------------------------------
@@ -198,7 +261,7 @@ def test_gpus_in_spec(spec: str, expected: tuple[int, str]) -> None:
 
 
 def test_sprio_captured(captured: Path, meta: dict[str, str]) -> None:
-    parsed = parse_sprio((captured / "sprio.txt").read_text())
+    parsed = parse_sprio(_read(captured / "sprio.txt"))
     rows: dict[str, list[PrioRecord]] = {}
     for p in parsed.records:
         rows.setdefault(p.job_id, []).append(p)
@@ -234,12 +297,16 @@ def test_sprio_shape_errors() -> None:
     assert parse_sprio("Unable to find jobs matching user/id(s) specified\n").records == []
     with pytest.raises(ParseError):
         parse_sprio("JOBID|PARTITION|PRIORITY\n")
-    bad = "|".join(["5", "gpu", "x"] + ["0"] * (len(SPRIO_FIELDS) - 3))
+    bad = sprio_line({"%i": "5", "%Y": "x", "%r": "gpu"})
     assert parse_sprio(bad).skipped[0][0] == "5"
+    with pytest.raises(SuspectRead):
+        parse_sprio(sprio_line({"%i": "5", "%Y": "1", "%r": "gpu"})[:-2])
 
 
 def test_sprio_tres_factors_are_summed() -> None:
-    line = "5|gpu|11421|0|0|10000|114|1000|0|0|0|gres/gpu=308,gres/gpu:p100=0.5"
+    line = sprio_line({"%i": "5", "%Y": "11421", "%S": "0", "%A": "0", "%F": "10000", "%J": "114",
+                       "%P": "1000", "%Q": "0", "%B": "0", "%N": "0", "%T": "gres/gpu=308,gres/gpu:p100=0.5",
+                       "%r": "gpu"})
     rec = parse_sprio(line).records[0]
     assert rec.factors == pytest.approx(10000 + 114 + 1000 + 308.5)
     assert not rec.admin_set()

@@ -39,9 +39,13 @@ def test_read_issues_five_calls(fake: FakeBin, meta: dict[str, str]) -> None:
     assert isinstance(reader, SnapshotReader)
     snap = reader.read()
     progs = [" ".join(c.split()[:2]) if c.startswith("scontrol") else c.split()[0] for c in fake.calls()]
-    assert progs == ["scontrol ping", "squeue", "squeue", "sprio", "sinfo"]
-    assert reader.last is not None and reader.last.calls == 5 and reader.last.skipped == []
-    assert len(snap.pending) == 17 and len(snap.running) == 5 and len(snap.nodes) == 5
+    assert progs == ["scontrol ping", "sprio", "squeue", "squeue", "sinfo"]  # sprio first: it vouches
+    info = reader.last
+    assert info is not None and info.calls == 5
+    assert [j for j, _ in info.skipped] == [meta["pd_long_account"]]
+    assert info.unparsed == {meta["pd_long_account"]}  # listed, so it exists; not in the Snapshot
+    assert meta["pd_long_account"] not in {j.id for j in snap.pending}
+    assert len(snap.pending) == 18 and len(snap.running) == 5 and len(snap.nodes) == 5
     assert snap.source == "slurm" and snap.clock > 1.7e9
     reader.read()  # a new cycle: the budget is reset by read()
     assert runner.calls_this_cycle == 5

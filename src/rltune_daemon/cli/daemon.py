@@ -81,12 +81,13 @@ def check_config(cfg: DaemonConfig, path: Path | None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from rltune_daemon.service.backends import make_backend
+    from rltune_daemon.service.backends import SlurmBackend, make_backend
     from rltune_daemon.service.logging import configure, get_logger
     from rltune_daemon.service.loop import Daemon
     from rltune_daemon.service.metrics import Metrics
     from rltune_daemon.service.notify import Notifier
     from rltune_daemon.service.statefile import StateFile
+    from rltune_daemon.slurm.errors import SlurmError
 
     path = Path(args.config) if args.config else default_config_path()
     cfg = load_config(path, dry_run=True if args.dry_run else None, backend=args.backend)
@@ -107,7 +108,17 @@ def _run(args: argparse.Namespace) -> int:
         if cfg.metrics.enabled and not args.once and not args.restore:
             server = metrics.serve(cfg.metrics.bind, cfg.metrics.port)
         notifier = Notifier()
-        daemon = Daemon(cfg, backend, state_file=state_file, log=log, metrics=metrics, notifier=notifier)
+        daemon = Daemon(cfg, backend, state_file=state_file, log=log, metrics=metrics, notifier=notifier,
+                        table=args.once or sys.stdout.isatty())
+        if isinstance(backend, SlurmBackend):
+            try:
+                limit = backend.detect_rate_limit()
+            except SlurmError as err:
+                log.warning("rate_limit_unknown", error=str(err),
+                            effect="Slurm's RPC rate limit (rl_enable) not read; writes paced by write_rate")
+            else:
+                if limit.applies:
+                    log.info("rate_limit", slurm=limit.describe())
         if args.restore:
             return _restore(daemon)
         log.info("starting", version=__version__, config=str(path) if path else "", backend=cfg.backend,
@@ -133,9 +144,14 @@ def _restore(daemon: Daemon) -> int:
         return 0
     rep = daemon.restore()
     print(f"restored {rep.restored_fields} field(s) on {rep.restored_jobs} job(s); "
-          f"{rep.dropped} job(s) had started or left the queue (nothing to undo)")
+          f"{rep.dropped} job(s) had ended (nothing to undo)")
+    for job_id, why in sorted(rep.kept.items()):
+        print(f"kept: job {job_id}: {why}")
     for job_id, why in sorted(rep.remaining.items()):
         print(f"NOT restored: job {job_id}: {why}", file=sys.stderr)
+    if rep.remaining:
+        print(f"{len(rep.remaining)} job(s) not restored: "
+              f"{', '.join(sorted(rep.remaining, key=lambda j: (len(j), j)))}", file=sys.stderr)
     if rep.error:
         print(f"error: {rep.error}; run --restore again when Slurm answers", file=sys.stderr)
     return 0 if rep.ok else 1

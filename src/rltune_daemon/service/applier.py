@@ -19,18 +19,24 @@ Rules, each one there because breaking it could hurt a job:
 * Every field the daemon changes is recorded (``statefile``) with its original value, *before* the
   write. A value read back that is neither ours nor the one before our write was changed by someone
   else: the job becomes hands-off (our other changes to it are undone, then it is left alone).
+* A record leaves the state file only on evidence: our own restore landed, the job's value is back at
+  its original, or Slurm confirms the job ended or no longer exists (``integrity.Fate``). A read that
+  does not list a job proves nothing (a cut output, a job between states), so its record stays.
+* A cycle may send at most ``limit`` jobs' updates: undoing our own changes first, then hints, then
+  priorities in plan order; the rest follow in later cycles.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
 from rltune_daemon.domain import PendingState, Plan, PlanEntry, Snapshot
 from rltune_daemon.service.statefile import DaemonState, FieldChange, JobRecord, Value
 from rltune_daemon.slurm.formats import expand_hostlist
+from rltune_daemon.slurm.integrity import Fate
 from rltune_daemon.slurm.writer import ApplyResult, JobUpdate, UpdateStatus
 
 SITE, EXC, REQ = "site_factor", "exc_nodes", "req_nodes"
@@ -38,10 +44,11 @@ FIELD_LABEL = {SITE: "SiteFactor", EXC: "ExcNodeList", REQ: "ReqNodeList"}
 # squeue reasons of jobs that wait only for their turn or for free resources: anything else (Dependency,
 # BeginTime, QOS/association limits, ReqNodeNotAvail...) keeps a job pending whatever its placement.
 STARTABLE_REASONS = frozenset({"", "None", "Priority", "Resources"})
-# cycles a recorded job may be missing from squeue (completing, being requeued) before it is dropped
-FORGET_AFTER = 3
 
 Kind = Literal["priority", "hint", "clear", "expire", "release", "restore"]
+# which jobs' updates go first when a cycle may not send them all: putting our own values back, then
+# hints (for jobs that start now), then priorities (in plan order: the head of the queue starts first)
+URGENCY: dict[Kind, int] = {"restore": 0, "release": 0, "clear": 0, "expire": 0, "hint": 1, "priority": 2}
 
 
 def starts_now(e: PlanEntry) -> bool:
@@ -96,6 +103,22 @@ class Decision:
     changes: list[Change] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
+    kept: dict[str, str] = field(default_factory=dict)  # restore: running jobs' records that stay, and why
+    unresolved: dict[str, str] = field(default_factory=dict)  # restore: jobs it could not put back, and why
+    deferred: int = 0  # jobs whose updates wait for a later cycle (``limit``)
+
+    def limit(self, max_jobs: int) -> Decision:
+        """The same decision with at most ``max_jobs`` jobs' updates, the most urgent first (``URGENCY``,
+        then the order ``decide`` produced them in); ``deferred`` counts the jobs left for later."""
+        rank: dict[str, tuple[int, int]] = {}
+        for i, ch in enumerate(self.changes):
+            key = (URGENCY[ch.kind], i)
+            rank[ch.job_id] = min(rank.get(ch.job_id, key), key)
+        if len(rank) <= max_jobs:
+            return self
+        keep = set(sorted(rank, key=rank.__getitem__)[:max_jobs])
+        return dataclasses.replace(self, changes=[c for c in self.changes if c.job_id in keep],
+                                   deferred=len(rank) - len(keep))
 
     def updates(self) -> list[JobUpdate]:
         """One ``JobUpdate`` per job with every field this decision changes."""
@@ -151,24 +174,24 @@ class Applier:
     # ---- 1. what Slurm shows now vs what we recorded -------------------------------------------
 
     def reconcile(self, state: DaemonState, snapshot: Snapshot,
-                  site_unknown: Collection[str] = frozenset()) -> list[str]:
-        """Settle unconfirmed writes, age hints, notice outside changes and requeues, forget jobs that
-        left the queue. Returns notes for the log."""
+                  site_unknown: Collection[str] = frozenset(),
+                  fates: Mapping[str, Fate] | None = None) -> list[str]:
+        """Settle unconfirmed writes, age hints, notice outside changes and requeues, forget jobs Slurm
+        confirms are over (``fates``, for recorded jobs the read did not list). Returns notes for the
+        log."""
         pending = _pending(snapshot)
         running = {r.job.id for r in snapshot.running}
+        over = {j for j, f in (fates or {}).items() if f.over}
         notes: list[str] = []
         for job_id in list(state.jobs):
             rec = state.jobs[job_id]
             st = pending.get(job_id)
             if st is None:
                 if job_id in running:
-                    rec.absent, rec.started = 0, True
-                else:
-                    rec.absent += 1
-                    if rec.absent >= FORGET_AFTER:
-                        del state.jobs[job_id]
+                    rec.started = True
+                elif job_id in over:
+                    del state.jobs[job_id]
                 continue
-            rec.absent = 0
             if rec.started:  # requeued: it goes back to Slurm's own placement
                 rec.started, rec.hint_done = False, True
                 notes.append(f"job {job_id} was requeued: its node hint is removed")
@@ -199,7 +222,7 @@ class Applier:
                     and job_id not in site_unknown and not st.admin_priority):
                 state.hands_off[job_id] = "SiteFactor set outside rltune-daemon"
         for job_id in list(state.hands_off):
-            if job_id not in pending:
+            if job_id in running or job_id in over:
                 del state.hands_off[job_id]
         return notes
 
@@ -305,20 +328,36 @@ class Applier:
             return Change(e.job_id, EXC, original, "clear")
         return None
 
-    def restore(self, state: DaemonState, snapshot: Snapshot) -> Decision:
-        """Every recorded field of every pending job back to its original value; records of jobs that
-        are running or gone are dropped (nothing to undo that matters: a running job ignores both)."""
+    def restore(self, state: DaemonState, snapshot: Snapshot,
+                fates: Mapping[str, Fate] | None = None) -> Decision:
+        """Every recorded field back to its original value: all fields of pending jobs; the SiteFactor of
+        running ones (it returns with a requeued job; node lists cannot change on a running job, so
+        those records are ``kept`` until the job ends or comes back). Records of jobs Slurm confirms
+        are over (``fates``) are dropped; the rest are ``kept`` with the reason."""
         pending = _pending(snapshot)
+        running = {r.job.id for r in snapshot.running}
+        over = {j for j, f in (fates or {}).items() if f.over}
         out = Decision()
         for job_id in list(state.jobs):
             rec = state.jobs[job_id]
-            st = pending.get(job_id)
-            if st is None:
+            if job_id in pending:
+                for name, fc in rec.fields.items():
+                    out.changes.append(Change(job_id, name, fc.original, "restore"))
+            elif job_id in running:
+                if SITE in rec.fields:
+                    out.changes.append(Change(job_id, SITE, rec.fields[SITE].original, "restore"))
+                nodes = [FIELD_LABEL[n] for n in rec.fields if n != SITE]
+                if nodes:
+                    out.kept[job_id] = (f"running: its {'/'.join(nodes)} can change only while it is pending "
+                                        "(it matters only if the job is requeued; the record is kept)")
+            elif job_id in over:
                 out.dropped.append(job_id)
                 del state.jobs[job_id]
                 continue
-            for name, fc in rec.fields.items():
-                out.changes.append(Change(job_id, name, fc.original, "restore"))
+            else:
+                fate = (fates or {}).get(job_id)
+                out.unresolved[job_id] = (f"not in the queue read; Slurm says {fate.state or fate.kind}"
+                                          if fate else "listed by Slurm but its record did not parse")
             if not rec.fields:
                 del state.jobs[job_id]
         state.hands_off.clear()
@@ -332,10 +371,12 @@ class Applier:
         """Record intents before anything is sent (see ``statefile``)."""
         pending = _pending(snapshot)
         for ch in decision.changes:
-            st = pending[ch.job_id]
+            st = pending.get(ch.job_id)
             rec = state.jobs.setdefault(ch.job_id, JobRecord())
-            cur = observed(st, ch.field)
             fc = rec.fields.get(ch.field)
+            # a running job's SiteFactor is not readable (sprio lists pending jobs only): the value we
+            # set last stands for the current one
+            cur = observed(st, ch.field) if st is not None else (fc.value if fc is not None else ch.value)
             if fc is None:
                 rec.fields[ch.field] = FieldChange(cur, ch.value, cur, now, now, False)
             else:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, Protocol
 
 from rltune_daemon.domain import Snapshot
@@ -13,6 +13,8 @@ from rltune_daemon.service.config import DaemonConfig
 from rltune_daemon.slurm.assemble import ReadInfo
 from rltune_daemon.slurm.errors import SlurmError
 from rltune_daemon.slurm.history import SacctHistory
+from rltune_daemon.slurm.integrity import Fate, ReadLimits
+from rltune_daemon.slurm.pacing import RateLimit, rate_limit_from_config
 from rltune_daemon.slurm.reader import SlurmReader
 from rltune_daemon.slurm.runner import SlurmRunner
 from rltune_daemon.slurm.writer import ApplyResult, JobUpdate, SlurmWriter
@@ -27,7 +29,12 @@ class Backend(Protocol):
     def read(self) -> Snapshot: ...
 
     def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], *,
-              site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False) -> ApplyResult: ...
+              site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False,
+              restore: bool = False, should_stop: Callable[[], bool] | None = None) -> ApplyResult: ...
+
+    def confirm(self, job_ids: Collection[str]) -> dict[str, Fate]:
+        """What became of jobs the last read did not list (``integrity.Fate``); only ``ended``/``gone``
+        are evidence that a job is over."""
 
     def watch(self) -> frozenset[tuple[str, str]]:
         """The ``(job id, state)`` set of pending and running jobs now, as ``last.queue`` holds it for
@@ -44,10 +51,10 @@ class Backend(Protocol):
 
     def summary(self) -> dict[str, Any]: ...
 
-    def finished_runs(self, rewind: bool = False) -> FinishedRuns:
+    def finished_runs(self, rewind: bool = False) -> FinishedRuns | None:
         """Jobs that ended since the previous call, for a history-based policy (QSSF); ``rewind``: the
-        whole look-back again (a new policy object). May return nothing until a refresh is due; raises
-        ``SlurmError`` when the history cannot be read (no accounting)."""
+        whole look-back again (a new policy object). None when no read was due (nothing was asked);
+        raises ``SlurmError`` when the history cannot be read (no accounting)."""
 
 
 HISTORY_RETRY_S = 600.0  # a cluster without slurmdbd is not asked every minute
@@ -64,8 +71,10 @@ class SlurmBackend:
             slurm_conf=s.conf or None, timeout=s.timeout, ping_timeout=s.ping_timeout,
             max_calls_per_cycle=s.max_calls_per_cycle, bin_dir=s.bin_dir or None,
         )
-        self.reader = SlurmReader(self.runner, partitions=s.partitions)
-        self.writer = SlurmWriter(self.runner, timeout_base=s.timeout)
+        self.reader = SlurmReader(self.runner, partitions=s.partitions,
+                                  limits=ReadLimits(max_drop_share=s.max_drop_share))
+        self.writer = SlurmWriter(self.runner, timeout_base=s.timeout, batch=s.write_batch, rate=s.write_rate)
+        self.rate_limit: RateLimit | None = None
         self.history = SacctHistory(self.runner, s.history_days)
         self.history_every = float(cfg.interval)
         self._history_due = 0.0  # monotonic time of the next sacct read
@@ -80,9 +89,23 @@ class SlurmBackend:
     def watch(self) -> frozenset[tuple[str, str]]:
         return self.reader.watch()
 
+    def confirm(self, job_ids: Collection[str]) -> dict[str, Fate]:
+        return self.reader.confirm(job_ids)
+
     def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], *,
-              site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False) -> ApplyResult:
-        return self.writer.apply(snapshot, updates, site_factor_unknown=site_factor_unknown, dry_run=dry_run)
+              site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False,
+              restore: bool = False, should_stop: Callable[[], bool] | None = None) -> ApplyResult:
+        return self.writer.apply(snapshot, updates, site_factor_unknown=site_factor_unknown, dry_run=dry_run,
+                                 restore=restore, should_stop=should_stop)
+
+    def detect_rate_limit(self) -> RateLimit:
+        """Read Slurm's RPC rate limit (``scontrol show config``) and, when it applies to this user, make
+        every call wait for its tokens (``pacing``). Raises ``SlurmError`` when Slurm does not answer."""
+        self.runner.begin_cycle()
+        text = self.runner.run(["scontrol", "show", "config"]).stdout
+        self.rate_limit = rate_limit_from_config(text)
+        self.runner.rpc_bucket = self.rate_limit.bucket_for_us() if self.rate_limit.applies else None
+        return self.rate_limit
 
     def calls(self) -> int:
         return self.runner.calls_this_cycle
@@ -96,15 +119,15 @@ class SlurmBackend:
     def summary(self) -> dict[str, Any]:
         return {}
 
-    def finished_runs(self, rewind: bool = False) -> FinishedRuns:
+    def finished_runs(self, rewind: bool = False) -> FinishedRuns | None:
         """At most one ``sacct`` per ``interval`` (cycles triggered by queue changes come more often);
-        after a failure the next try is ``HISTORY_RETRY_S`` later."""
+        after a failure the next try is ``HISTORY_RETRY_S`` later. None: not due, nothing read."""
         now = time.monotonic()
         if rewind:
             self.history.rewind()
             self._history_due = 0.0
         if now < self._history_due:
-            return FinishedRuns.empty()
+            return None
         try:
             runs = self.history.read()
         except SlurmError:
@@ -141,9 +164,14 @@ class SimBackend:
     def watch(self) -> frozenset[tuple[str, str]]:
         return self.slurm.queue()
 
+    def confirm(self, job_ids: Collection[str]) -> dict[str, Fate]:
+        return self.slurm.confirm(job_ids)
+
     def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], *,
-              site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False) -> ApplyResult:
-        return self.slurm.apply(snapshot, updates, site_factor_unknown=site_factor_unknown, dry_run=dry_run)
+              site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False,
+              restore: bool = False, should_stop: Callable[[], bool] | None = None) -> ApplyResult:
+        return self.slurm.apply(snapshot, updates, site_factor_unknown=site_factor_unknown, dry_run=dry_run,
+                                restore=restore)
 
     def calls(self) -> int:
         return 0
@@ -158,7 +186,7 @@ class SimBackend:
     def summary(self) -> dict[str, Any]:
         return self.slurm.summary(baseline=self.slurm.done())
 
-    def finished_runs(self, rewind: bool = False) -> FinishedRuns:
+    def finished_runs(self, rewind: bool = False) -> FinishedRuns | None:
         return self.slurm.finished_runs(rewind)
 
 

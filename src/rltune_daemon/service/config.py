@@ -40,6 +40,15 @@ from rltune_daemon.planner.config import (
 )
 from rltune_daemon.policies.registry import BASELINES
 
+# A cycle is a handful of slurmctld RPCs plus a planner run; more often than every few seconds it would
+# load the controller without being able to react faster than Slurm's own scheduling passes.
+INTERVAL_MIN = 5.0
+REACT_MIN = 1.0
+# A first cycle on a 10,000-job queue must not hold slurmctld's job lock for seconds (10,000 updates in
+# one burst: a user's sbatch waited 0.5 s; a few hundred per batch: no visible delay). See pacing.py.
+MAX_UPDATES_DEFAULT = 500
+WRITE_BATCH_DEFAULT = 100
+WRITE_RATE_DEFAULT = 200.0
 DEFAULT_CONFIG_PATH = "/etc/rltune-daemon/rltune-daemon.toml"
 DEFAULT_STATE_FILE = "/var/lib/rltune-daemon/state.json"
 ENV_PREFIX = "RLTUNE_"
@@ -117,7 +126,18 @@ class SlurmSection(_Section):
     bin_dir: str = Field("", description="directory of squeue/scontrol/... (empty: PATH)")
     timeout: float = Field(20.0, gt=0, le=600, description="seconds per Slurm command")
     ping_timeout: float = Field(5.0, gt=0, le=120)
-    max_calls_per_cycle: int = Field(16, ge=8, le=1000, description="RPC budget of one cycle")
+    max_calls_per_cycle: int = Field(16, ge=8, le=1000, description="client calls of one cycle, reads "
+                                     "and checks (the write batches are bounded by max_updates_per_cycle)")
+    max_updates_per_cycle: int = Field(MAX_UPDATES_DEFAULT, ge=1, le=100_000, description=(
+        "jobs updated per cycle at most: undoing first, then hints, then priorities from the head of the "
+        "plan; the rest follow in later cycles"))
+    write_batch: int = Field(WRITE_BATCH_DEFAULT, ge=1, le=5000,
+                             description="update lines per scontrol process")
+    write_rate: float = Field(WRITE_RATE_DEFAULT, ge=0, le=100_000,
+                              description="update lines per second at most (0: no pause between batches)")
+    max_drop_share: float = Field(0.5, gt=0, le=1, description=(
+        "a read in which the queue shrank by more than this share is written on only once Slurm "
+        "confirms the vanished jobs ended (or the next read agrees)"))
     partitions: Names = Field((), description="only these partitions (empty: all)")
     history_days: float = Field(14.0, gt=0, le=365, description=(
         "days of finished jobs (sacct) a history-based base policy (qssf) learns from at start"))
@@ -156,10 +176,11 @@ class DaemonConfig(BaseSettings):
         case_sensitive=False,
     )
 
-    interval: float = Field(INTERVAL_DEFAULT, gt=0, le=3600, description="seconds between cycles")
+    interval: float = Field(INTERVAL_DEFAULT, ge=INTERVAL_MIN, le=3600, description="seconds between cycles")
     react: float = Field(REACT_DEFAULT, ge=0, le=3600,
                          description="seconds between queue checks (one squeue) between cycles; a job "
-                                     "that arrived, started or ended starts a cycle at once (0: off)")
+                                     "that arrived, started or ended starts a cycle at once "
+                                     f"(0: off, else >= {REACT_MIN:g})")
     dry_run: bool = False
     backend: Literal["slurm", "sim"] = "slurm"
     model: str = Field("", description="learned model directory (models/<name>); empty: none")
@@ -171,6 +192,14 @@ class DaemonConfig(BaseSettings):
     slurm: SlurmSection = SlurmSection()
     log: LogSection = LogSection()
     sim: SimSection = SimSection()
+
+    @field_validator("react")
+    @classmethod
+    def _react_floor(cls, v: float) -> float:
+        if 0 < v < REACT_MIN:
+            raise ValueError(f"must be 0 (off) or at least {REACT_MIN:g} seconds: every check is a squeue "
+                             "call to slurmctld")
+        return v
 
     @field_validator("base_policy")
     @classmethod

@@ -1,10 +1,13 @@
 """The daemon's cycle: read a Snapshot, ``plan()`` it with the simulator's planner, apply the Plan.
 
-Failure rules: a controller that does not answer (``ControllerDown``/``CommandTimeout``) or any other
-Slurm error skips the cycle before anything is written and is counted; a failed or unknown update is
-settled by re-reading on the next cycle; an exception inside the planner or a learned model is
-logged and counted, never fatal (a model that fails is replaced by the base policy). The state file is
-saved before updates are sent. SIGTERM/SIGINT finish the current cycle, then put every job back.
+Failure rules: a controller that does not answer (``ControllerDown``/``CommandTimeout``), a read that
+looks incomplete (``SuspectRead``: cut output, a queue sprio or a second read contradicts, a job the
+daemon changed that the read missed but Slurm still lists) or any other Slurm error skips the cycle
+before anything is written and is counted; a failed or unknown update is settled by re-reading on
+the next cycle; an exception inside the planner or a learned model is logged and counted, never
+fatal (a model that fails is replaced by the base policy). The state file is saved before updates
+are sent, and a job leaves it only when Slurm confirms the job is over or our restore landed.
+SIGTERM/SIGINT finish the current batch of updates, then put every job back.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from rltune_daemon.policies.base import Policy
 from rltune_daemon.policies.registry import make_policy
 from rltune_daemon.service import dryrun
 from rltune_daemon.service.applier import Applier, Decision, Settled
-from rltune_daemon.service.backends import HISTORY_RETRY_S, Backend
+from rltune_daemon.service.backends import HISTORY_RETRY_S, Backend, SlurmBackend
 from rltune_daemon.service.config import DaemonConfig
 from rltune_daemon.service.metrics import Metrics
 from rltune_daemon.service.notify import Notifier
@@ -39,14 +42,16 @@ from rltune_daemon.slurm.errors import (
     ParseError,
     PermissionDenied,
     SlurmError,
+    SuspectRead,
 )
+from rltune_daemon.slurm.integrity import Fate, check_alive
 from rltune_daemon.slurm.writer import ApplyResult, UpdateStatus
 
 
 def error_kind(err: BaseException) -> str:
     """The ``rltune_errors_total{kind}`` label of an exception."""
-    for cls, kind in ((ControllerDown, "controller_down"), (CommandTimeout, "timeout"),
-                      (PermissionDenied, "permission"), (ParseError, "parse"),
+    for cls, kind in ((SuspectRead, "suspect_read"), (ControllerDown, "controller_down"),
+                      (CommandTimeout, "timeout"), (PermissionDenied, "permission"), (ParseError, "parse"),
                       (CallBudgetExceeded, "call_budget"), (SlurmError, "slurm"), (StateError, "state")):
         if isinstance(err, cls):
             return kind
@@ -73,6 +78,10 @@ class CycleReport:
     unknown: int = 0
     refused: int = 0
     managed: int = 0
+    unparsed: int = 0
+    deferred: int = 0
+    forgotten: int = 0
+    suspect: str = ""
     seconds: float = 0.0
     read_seconds: float = 0.0
     plan_seconds: float = 0.0
@@ -85,10 +94,14 @@ class CycleReport:
 
 @dataclass
 class RestoreReport:
+    """``remaining``: jobs whose values could not be put back (and why); ``kept``: records of running
+    jobs whose node lists cannot change until they are requeued (nothing to undo that acts now)."""
+
     restored_jobs: int = 0
     restored_fields: int = 0
     dropped: int = 0
     remaining: dict[str, str] = field(default_factory=dict)
+    kept: dict[str, str] = field(default_factory=dict)
     error: str = ""
 
     @property
@@ -101,7 +114,7 @@ class Daemon:
 
     def __init__(self, cfg: DaemonConfig, backend: Backend, *, state_file: StateFile, log: Any,
                  metrics: Metrics | None = None, notifier: Notifier | None = None,
-                 out: TextIO | None = None) -> None:
+                 out: TextIO | None = None, table: bool = True) -> None:
         self.cfg = cfg
         self.backend = backend
         self.state_file = state_file
@@ -109,6 +122,7 @@ class Daemon:
         self.metrics = metrics or Metrics()
         self.notifier = notifier or Notifier({})
         self.out = out or sys.stdout
+        self.table = table  # --dry-run: print the table of proposed changes each cycle
         self.dry_run = cfg.dry_run
         self.applier = Applier(cfg.planner.hint_cycles, cfg.planner.placement)
         self.choice = choose_policy(cfg.model, cfg.base_policy)
@@ -121,9 +135,12 @@ class Daemon:
         self._watch_failing = False
         self._history_for: Policy | None = None  # the policy object sacct history was fed to
         self._history_failing = False
+        self._bad_records: dict[str, str] = {}  # job -> why its record did not parse (logged once)
         self.history_note = ""  # for the dry-run banner
         self.last_plan: Plan | None = None
         self.stop_signal: int | None = None
+        if isinstance(backend, SlurmBackend):
+            backend.runner.on_wait = self._tick
         self._saved = self._fingerprint()
         self._publish_policy()  # logged by run(), after the CLI's 'starting' line
 
@@ -188,6 +205,8 @@ class Daemon:
             self.history_note = (f"!{who} has no run history ({err}): {effect}; history needs Slurm "
                                  "accounting (slurmdbd)")
             return
+        if runs is None:  # no read was due: nothing learned, nothing recovered
+            return
         policy.learn_runs(runs)
         source = (f"sacct, look-back {self.cfg.slurm.history_days:g} days" if self.backend.name == "slurm"
                   else "jobs the simulator finished")
@@ -217,6 +236,9 @@ class Daemon:
         if kind == "internal" and where in ("plan", "policy"):
             kind = where
         self.metrics.errors.labels(kind).inc()
+        if isinstance(err, SuspectRead):
+            self.metrics.suspect_reads.labels(err.reason).inc()
+            rep.suspect = err.reason
         rep.errors.append(f"{kind}: {err}")
         if isinstance(err, UserError):
             self.log.error("cycle_error", cycle=rep.cycle, kind=kind, where=where, error=str(err))
@@ -241,22 +263,58 @@ class Daemon:
         self._finish(rep)
         return rep
 
+    def _tick(self) -> None:
+        """While a call waits for Slurm's rate limit or between write batches: the watchdog goes on."""
+        self.notifier.watchdog()
+
+    def _stopping(self) -> bool:
+        return self.stop_signal is not None
+
+    def _note_bad_records(self, rep: CycleReport, skipped: list[tuple[str, str]]) -> None:
+        """Records Slurm listed that did not parse: counted every cycle, logged once per job and reason."""
+        if skipped:
+            self.metrics.errors.labels("parse").inc(len(skipped))
+        now: dict[str, str] = {}
+        for job_id, why in skipped:
+            now.setdefault(job_id, why)
+            if self._bad_records.get(job_id) != why:
+                self.log.warning("record_not_parsed", cycle=rep.cycle, job=job_id, reason=why,
+                                 effect="left out of this cycle's plan; nothing is written to it")
+        self._bad_records = now
+
+    def _confirm_missing(self, snap: Snapshot, unparsed: frozenset[str]) -> dict[str, Fate]:
+        """Ask Slurm about recorded jobs the read did not list: only its word that a job is over lets
+        its record go; a job it still lists as pending or running means the read missed it."""
+        seen = {j.id for j in snap.pending} | {r.job.id for r in snap.running} | unparsed
+        missing = [j for j in (*self.state.jobs, *self.state.hands_off) if j not in seen]
+        if not missing:
+            return {}
+        fates = self.backend.confirm(missing)
+        check_alive(fates)
+        return fates
+
     def _cycle(self, rep: CycleReport, t0: float) -> None:
         try:
             snap = self.backend.read()
+            info = self.backend.last
+            unparsed = info.unparsed if info is not None else frozenset()
+            if info is not None:
+                self._note_bad_records(rep, info.skipped)
+            fates = self._confirm_missing(snap, unparsed)
         except SlurmError as err:
             self._error(rep, err, "read")
             return
         t1 = time.monotonic()
         rep.read_seconds = t1 - t0
         self.notifier.watchdog()
-        info = self.backend.last
         unknown = info.site_factor_unknown if info is not None else frozenset()
         display = info.display_ids if info is not None else {}
-        rep.jobs_seen, rep.running = len(snap.pending), len(snap.running)
+        rep.jobs_seen, rep.running, rep.unparsed = len(snap.pending), len(snap.running), len(unparsed)
         self.metrics.observe_snapshot(snap)
-        for note in self.applier.reconcile(self.state, snap, unknown):
+        before = len(self.state.jobs)
+        for note in self.applier.reconcile(self.state, snap, unknown, fates):
             self.log.warning("reconcile", cycle=rep.cycle, note=note)
+        rep.forgotten = before - len(self.state.jobs)
         self._learn_history(rep)
         plan_snap = self.applier.planning_snapshot(self.state, snap)
         fallbacks_before = self.placer.fallbacks.copy()
@@ -272,7 +330,9 @@ class Daemon:
         self._count_placer_fallbacks(rep, fallbacks_before)
         the_plan = self.last_plan = self.applier.relabel(the_plan, self.state)
         decision = self.applier.decide(self.state, snap, the_plan, leave_order=self.choice.leave_order,
-                                       site_unknown=unknown)
+                                       site_unknown=unknown).limit(self.cfg.slurm.max_updates_per_cycle)
+        rep.deferred = decision.deferred
+        self.metrics.deferred_updates.set(decision.deferred)
         updates = decision.updates()
         t2 = time.monotonic()
         rep.plan_seconds = t2 - t1
@@ -294,7 +354,8 @@ class Daemon:
                 self._error(rep, err, "state")
                 return
             try:
-                result = self.backend.apply(snap, updates, site_factor_unknown=unknown)
+                result = self.backend.apply(snap, updates, site_factor_unknown=unknown,
+                                            should_stop=self._stopping)
             except SlurmError as err:
                 self._error(rep, err, "apply")  # intents stay unconfirmed; the next read settles them
                 self._save()
@@ -326,13 +387,16 @@ class Daemon:
 
     def _print_dry_run(self, the_plan: Plan, snap: Snapshot, decision: Decision, display: dict[str, str],
                        result: ApplyResult) -> None:
-        text = dryrun.report(the_plan, snap, decision, policy=self.choice.label,
-                             fallback=self.choice.fallback, display=display, writes=len(result.lines),
-                             history=self.history_note if self.choice.policy.learns_history else "")
-        print(text, file=self.out, flush=True)
+        """The table (when ``table``) and, at debug level, one log line per job that would change; the
+        cycle's own log line is the summary."""
+        if self.table:
+            text = dryrun.report(the_plan, snap, decision, policy=self.choice.label,
+                                 fallback=self.choice.fallback, display=display, writes=len(result.lines),
+                                 history=self.history_note if self.choice.policy.learns_history else "")
+            print(text, file=self.out, flush=True)
         for row in dryrun.rows(the_plan, snap, decision, display):
             if row[5].endswith("*") or row[6].startswith(("->", "hint")):
-                self.log.info("dry_run_change", **dict(zip(dryrun.HEADERS, row, strict=True)))
+                self.log.debug("dry_run_change", **dict(zip(dryrun.HEADERS, row, strict=True)))
 
     def _finish(self, rep: CycleReport) -> None:
         m = self.metrics
@@ -358,24 +422,28 @@ class Daemon:
     # ---- restore --------------------------------------------------------------------------------
 
     def restore(self) -> RestoreReport:
-        """Put every recorded field of every pending job back; idempotent (see ``Applier.restore``)."""
+        """Put every recorded field back (``Applier.restore``): pending jobs entirely, running ones'
+        SiteFactor; records go only for jobs Slurm confirms are over. Idempotent; a read that looks
+        incomplete restores nothing and says so."""
         out = RestoreReport()
         try:
             snap = self.backend.read()
+            info = self.backend.last
+            fates = self._confirm_missing(snap, info.unparsed if info is not None else frozenset())
         except SlurmError as err:
             self.metrics.errors.labels(error_kind(err)).inc()
             out.error = str(err)
-            out.remaining = {j: "not restored (Slurm unreachable)" for j in self.state.jobs}
+            out.remaining = {j: f"not restored ({err})" for j in self.state.jobs}
             return out
-        decision = self.applier.restore(self.state, snap)
+        decision = self.applier.restore(self.state, snap, fates)
         out.dropped = len(decision.dropped)
         if decision.changes:
             self.applier.begin(self.state, snap, decision, time.time())
             self._save(force=True)
-            info = self.backend.last
             unknown = info.site_factor_unknown if info is not None else frozenset()
             try:
-                result = self.backend.apply(snap, decision.updates(), site_factor_unknown=unknown)
+                result = self.backend.apply(snap, decision.updates(), site_factor_unknown=unknown,
+                                            restore=True)
             except SlurmError as err:
                 out.error = str(err)
             else:
@@ -386,7 +454,12 @@ class Daemon:
                 for job_id, why in {**settled.failed, **settled.unknown, **settled.refused}.items():
                     out.remaining[job_id] = why
         for job_id in self.state.jobs:
-            out.remaining.setdefault(job_id, out.error or "not restored")
+            if job_id in out.remaining:
+                continue
+            if job_id in decision.kept:
+                out.kept[job_id] = decision.kept[job_id]
+            else:
+                out.remaining[job_id] = decision.unresolved.get(job_id) or out.error or "not restored"
         self._save(force=True)
         return out
 
@@ -469,16 +542,34 @@ class Daemon:
                 signal.signal(s, handler)
 
     def _shutdown(self) -> int:
+        """Restore after SIGTERM/SIGINT. A read that failed or looked incomplete is tried again a few
+        times (a restarting slurmctld, a cut output), then the jobs left are named in the log."""
         name = signal.Signals(self.stop_signal).name if self.stop_signal else "stop"
         self.notifier.stopping(f"{name}: restoring changed jobs")
         if self.dry_run or self.backend.name != "slurm" or not self.state.jobs:
             self.log.info("stopped", signal=name, restored=0)
             return 0
         rep = self.restore()
+        for _ in range(SHUTDOWN_RETRIES):
+            if not rep.error:
+                break
+            time.sleep(SHUTDOWN_RETRY_S)
+            self.notifier.watchdog()
+            rep = self.restore()
         level = self.log.info if rep.ok else self.log.error
         level("stopped", signal=name, restored_jobs=rep.restored_jobs, restored_fields=rep.restored_fields,
-              dropped=rep.dropped, remaining=len(rep.remaining), error=rep.error)
+              dropped=rep.dropped, not_restored=len(rep.remaining), error=rep.error,
+              not_restored_jobs=_ids_with_reasons(rep.remaining),
+              kept_running=_ids_with_reasons(rep.kept))
         return 0 if rep.ok else 1
+
+
+SHUTDOWN_RETRIES = 2
+SHUTDOWN_RETRY_S = 2.0
+
+
+def _ids_with_reasons(jobs: dict[str, str], limit: int = 50) -> dict[str, str]:
+    return dict(sorted(jobs.items(), key=lambda kv: (len(kv[0]), kv[0]))[:limit])
 
 
 def _change_summary(decision: Decision, settled: Settled) -> dict[str, Any]:

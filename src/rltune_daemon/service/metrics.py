@@ -14,9 +14,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from rltune_daemon.domain import Snapshot
 from rltune_daemon.errors import UserError
 from rltune_daemon.service.policy import PLACER_FALLBACK_REASONS
+from rltune_daemon.slurm.errors import SUSPECT_REASONS
 
-ERROR_KINDS = ("controller_down", "timeout", "permission", "parse", "call_budget", "slurm", "plan",
-               "policy", "state", "update_failed", "update_unknown", "history", "internal")
+ERROR_KINDS = ("controller_down", "timeout", "permission", "parse", "suspect_read", "call_budget", "slurm",
+               "plan", "policy", "state", "update_failed", "update_unknown", "history", "internal")
 HINT_ACTIONS = ("set", "cleared", "expired")
 CYCLE_OUTCOMES = ("applied", "dry_run", "skipped")
 QUEUE_CHECK_RESULTS = ("changed", "unchanged", "error")
@@ -66,6 +67,12 @@ class Metrics:
         self.restored = Counter("rltune_restored_fields", "Fields put back to their original value",
                                 registry=r)
         self.errors = Counter("rltune_errors", "Errors by kind", ["kind"], registry=r)
+        self.suspect_reads = Counter("rltune_suspect_reads",
+                                     "Reads that looked incomplete or inconsistent (the cycle wrote "
+                                     "nothing), by reason", ["reason"], registry=r)
+        self.deferred_updates = Gauge("rltune_deferred_updates",
+                                      "Jobs whose updates the last cycle left for later cycles "
+                                      "(slurm.max_updates_per_cycle)", registry=r)
         self.model_info = Gauge("rltune_model_info", "Policy in use (1 for the current combination)",
                                 ["model", "schema_hash", "fallback"], registry=r)
         self.milp_fallbacks = Counter("rltune_milp_fallbacks",
@@ -80,6 +87,8 @@ class Metrics:
                                 "Unix time of the last completed cycle (stall alarm)", registry=r)
         for kind in ERROR_KINDS:
             self.errors.labels(kind)
+        for reason in SUSPECT_REASONS:
+            self.suspect_reads.labels(reason)
         for reason in PLACER_FALLBACK_REASONS:
             self.milp_fallbacks.labels(reason)
         for action in HINT_ACTIONS:

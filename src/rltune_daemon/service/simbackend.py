@@ -28,6 +28,7 @@ from rltune_daemon.sim.engine import Simulator, drive, simulate
 from rltune_daemon.sim.metrics import summarize
 from rltune_daemon.slurm.assemble import ReadInfo
 from rltune_daemon.slurm.formats import compress_hostlist
+from rltune_daemon.slurm.integrity import Fate
 from rltune_daemon.slurm.writer import ApplyResult, JobResult, JobUpdate, UpdateStatus, prepare
 
 
@@ -136,10 +137,29 @@ class SimSlurm:
         return frozenset([(ids[int(r)], "PENDING") for r in self.sim.pending_rows()]
                          + [(ids[row], "RUNNING") for row in self.sim.allocs])
 
+    def confirm(self, job_ids: Collection[str]) -> dict[str, Fate]:
+        """Finished jobs are ``ended``; pending and running ones ``alive``; ids it never had ``gone``."""
+        sim = self.sim
+        running = set(sim.allocs)
+        pending = {int(r) for r in sim.pending_rows()}
+        out: dict[str, Fate] = {}
+        for job_id in job_ids:
+            row = int(job_id) - 1 if job_id.isdigit() else -1
+            if not 0 <= row < len(sim.table.ids):
+                out[job_id] = Fate("gone")
+            elif not np.isnan(sim.end[row]):
+                out[job_id] = Fate("ended", "COMPLETED")
+            elif row in running or row in pending:
+                out[job_id] = Fate("alive", "RUNNING" if row in running else "PENDING")
+            else:
+                out[job_id] = Fate("other", "NOT_SUBMITTED")
+        return out
+
     def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], *,
-              site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False) -> ApplyResult:
+              site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False,
+              restore: bool = False) -> ApplyResult:
         ups = {u.job_id: u for u in updates}
-        prep = prepare(snapshot, ups.values(), site_factor_unknown=site_factor_unknown)
+        prep = prepare(snapshot, ups.values(), site_factor_unknown=site_factor_unknown, restore=restore)
         if dry_run:
             planned = tuple(JobResult(j, UpdateStatus.PLANNED, "dry run", ln) for j, ln in prep.lines)
             return ApplyResult(prep.decided + planned, dry_run=True)

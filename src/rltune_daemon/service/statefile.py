@@ -59,7 +59,6 @@ class JobRecord:
     hint_done: bool = False
     hint_nodes: tuple[str, ...] = ()
     started: bool = False
-    absent: int = 0
 
     def empty(self) -> bool:
         return not self.fields and not self.hint_done and not self.hint_nodes
@@ -101,7 +100,7 @@ class DaemonState:
                     for name, fc in rec.fields.items()
                 },
                 "hint_age": rec.hint_age, "hint_done": rec.hint_done, "hint_nodes": list(rec.hint_nodes),
-                "started": rec.started, "absent": rec.absent,
+                "started": rec.started,
             }
         return {
             "version": STATE_VERSION, "written": round(time.time(), 3), "host": socket.gethostname(),
@@ -120,7 +119,7 @@ class DaemonState:
             rec = JobRecord(
                 hint_age=int(raw.get("hint_age", 0)), hint_done=bool(raw.get("hint_done", False)),
                 hint_nodes=tuple(str(n) for n in raw.get("hint_nodes", ())),
-                started=bool(raw.get("started", False)), absent=int(raw.get("absent", 0)),
+                started=bool(raw.get("started", False)),
             )
             for name, fc in dict(raw.get("fields", {})).items():
                 if name not in FIELDS:

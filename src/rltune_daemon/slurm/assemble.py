@@ -56,7 +56,9 @@ class ReadInfo:
     writer always writes SiteFactor for them instead of comparing. ``array_tasks``: tasks per record
     for pending arrays. ``display_ids``: ``A_T`` / ``A_[tasks]`` ids as users see them in squeue.
     ``queue``: ``(job id, state)`` of every pending and running job squeue listed, to compare with a
-    later ``watch`` (see ``queue_signature``).
+    later ``watch`` (see ``queue_signature``). ``unparsed``: jobs squeue listed that are not in the
+    Snapshot (a record that did not parse, or left between two calls): they exist, so a record of
+    them is kept, but nothing is planned for them.
     """
 
     skipped: list[tuple[str, str]] = field(default_factory=list)
@@ -64,6 +66,7 @@ class ReadInfo:
     array_tasks: dict[str, int] = field(default_factory=dict)
     display_ids: dict[str, str] = field(default_factory=dict)
     queue: frozenset[tuple[str, str]] = frozenset()
+    unparsed: frozenset[str] = frozenset()
     calls: int = 0
     seconds: float = 0.0
 

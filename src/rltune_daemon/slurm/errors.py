@@ -67,5 +67,21 @@ class ParseError(SlurmError, ValueError):
         self.problem = problem
 
 
+class SuspectRead(SlurmError):  # noqa: N818 - names what happened, like ControllerDown
+    """A read that looks incomplete or inconsistent (truncated output, a queue that disagrees with
+    sprio, a sudden drop Slurm does not confirm): the cycle writes nothing. ``reason`` is a short label
+    for the metric (``SUSPECT_REASONS``); the message says what was seen."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        if reason not in SUSPECT_REASONS:
+            raise ValueError(f"unknown suspect-read reason {reason!r}")
+        super().__init__(f"suspect read ({reason}): {message}; nothing written this cycle")
+        self.reason = reason
+
+
+SUSPECT_REASONS = ("truncated", "malformed", "sprio_mismatch", "tres_mismatch", "drop", "nodes",
+                   "vanished_alive")
+
+
 class InvalidUpdate(SlurmError, ValueError):  # noqa: N818 - names from the design
     """An update was refused before anything was sent to Slurm (bad value, unknown node, bad id)."""

@@ -178,7 +178,7 @@ class PyslurmReader:
             raise UserError(f"pyslurm read failed: {exc}") from None
         recs, tres = job_records(jobs)
         prio: dict[str, list[PrioRecord]] = {}
-        for p in parse_sprio(self.runner.run(sprio_argv()).stdout).records:
+        for p in parse_sprio(self.runner.run(sprio_argv(), encoding="latin-1").stdout).records:
             prio.setdefault(p.job_id, []).append(p)
         snap, info = build_snapshot(clock, recs, tres, prio, node_records(nodes, parts),
                                     unlimited_s=self.unlimited_s, source="pyslurm")

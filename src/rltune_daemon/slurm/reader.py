@@ -1,28 +1,42 @@
-"""Read a ``Snapshot`` from Slurm with the fewest, cheapest client calls.
+"""Read a ``Snapshot`` from Slurm with the fewest, cheapest client calls, and only when it is whole.
 
-One cycle = 5 calls (all pipe-separated text; ``--json`` is 7x slower in 22.05 and ignores filters,
-FACTS e): ``scontrol ping`` (skip the cycle at once when slurmctld is down, FACTS g), ``squeue -o``
-(pending + running jobs, one line per array task), ``squeue -O`` (per-job/per-task GPU requests and
-total CPUs/memory, which ``-o`` cannot print), ``sprio`` (site factor + factors), ``sinfo -N -O``
-(nodes, GRES in use, state, and each partition's PriorityTier/PriorityJobFactor/MaxTime). A queue
-check between cycles (``watch``) is the one ``squeue -o``.
+One cycle = 5 calls (``--json`` is 7x slower in 22.05 and ignores filters, FACTS e): ``scontrol ping``
+(skip the cycle at once when slurmctld is down, FACTS g), ``sprio`` (site factor + factors; read first,
+so it can vouch for the queue read after it, see ``integrity``), ``squeue -o`` (pending + running
+jobs, one line per array task, free text framed by width, see ``parse``), ``squeue -O`` (per-job/per-
+task GPU requests and total CPUs/memory, which ``-o`` cannot print), ``sinfo -N -O`` (nodes, GRES in
+use, state, and each partition's PriorityTier/PriorityJobFactor/MaxTime). A queue check between
+cycles (``watch``) is one ``squeue -o '%A|%T|'``; ``confirm`` asks what became of jobs a read did not
+list. Anything incomplete or inconsistent raises ``SuspectRead`` before a Snapshot exists.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Protocol, runtime_checkable
 
 from rltune_daemon.domain import Snapshot
-from rltune_daemon.slurm.assemble import UNLIMITED_DEFAULT_S, ReadInfo, build_snapshot, queue_signature
-from rltune_daemon.slurm.errors import ControllerDown
+from rltune_daemon.slurm.assemble import UNLIMITED_DEFAULT_S, ReadInfo, build_snapshot
+from rltune_daemon.slurm.errors import ControllerDown, SlurmError, SuspectRead
+from rltune_daemon.slurm.integrity import (
+    Fate,
+    ReadLimits,
+    check_drop,
+    check_sprio,
+    check_tres,
+    fate_of,
+    vanished_sample,
+)
 from rltune_daemon.slurm.parse import (
+    JOB_STATE_FORMAT,
     SINFO_NODE_FORMAT,
     SPRIO_FORMAT,
     SQUEUE_JOB_FORMAT,
     SQUEUE_TRES_FORMAT,
+    NodeRecord,
     PrioRecord,
+    parse_job_states,
     parse_sinfo_nodes,
     parse_sprio,
     parse_squeue_jobs,
@@ -30,6 +44,10 @@ from rltune_daemon.slurm.parse import (
 )
 from rltune_daemon.slurm.runner import SlurmRunner
 
+# squeue -j with ONE id asks for that job alone and says so when Slurm no longer knows it; with
+# several ids it lists the known ones and is silent about the rest (seen on 22.05)
+INVALID_JOB = "Invalid job id specified"
+CONFIRM_BATCH = 500
 
 @runtime_checkable
 class SnapshotReader(Protocol):
@@ -41,30 +59,44 @@ class SnapshotReader(Protocol):
     def read(self) -> Snapshot: ...
 
 
+def _parts(partitions: Sequence[str]) -> list[str]:
+    return ["-p", ",".join(partitions)] if partitions else []
+
+
 def squeue_jobs_argv(partitions: Sequence[str] = ()) -> list[str]:
     """``-r``: one line per array task. Without it squeue folds tasks that were split off (own raw id,
     own priority) into the ``A_[...]`` line of the array and hides their ids (seen on 22.05)."""
-    argv = ["squeue", "-h", "-a", "-r", "-t", "PD,R", "-o", SQUEUE_JOB_FORMAT]
-    return argv + (["-p", ",".join(partitions)] if partitions else [])
+    return ["squeue", "-h", "-a", "-r", "-t", "PD,R", "-o", SQUEUE_JOB_FORMAT, *_parts(partitions)]
 
 
 def squeue_tres_argv(partitions: Sequence[str] = ()) -> list[str]:
-    argv = ["squeue", "-h", "-a", "-r", "-t", "PD,R", "-O", SQUEUE_TRES_FORMAT]
-    return argv + (["-p", ",".join(partitions)] if partitions else [])
+    return ["squeue", "-h", "-a", "-r", "-t", "PD,R", "-O", SQUEUE_TRES_FORMAT, *_parts(partitions)]
 
 
-def sprio_argv() -> list[str]:
-    return ["sprio", "-h", "-o", SPRIO_FORMAT]
+def queue_argv(partitions: Sequence[str] = ()) -> list[str]:
+    """The queue check: ids and states of the same jobs ``squeue_jobs_argv`` lists."""
+    return ["squeue", "-h", "-a", "-r", "-t", "PD,R", "-o", JOB_STATE_FORMAT, *_parts(partitions)]
+
+
+def confirm_argv(job_ids: Sequence[str]) -> list[str]:
+    """Every state (finished jobs too, while slurmctld keeps them: MinJobAge) of the given ids."""
+    return ["squeue", "-h", "-a", "-r", "-t", "all", "-j", ",".join(job_ids), "-o", JOB_STATE_FORMAT]
+
+
+def sprio_argv(partitions: Sequence[str] = ()) -> list[str]:
+    return ["sprio", "-h", "-o", SPRIO_FORMAT, *_parts(partitions)]
 
 
 def sinfo_argv(partitions: Sequence[str] = ()) -> list[str]:
-    argv = ["sinfo", "-h", "-a", "-N", "-O", SINFO_NODE_FORMAT]
-    return argv + (["-p", ",".join(partitions)] if partitions else [])
+    """``-a`` (hidden partitions too) only without ``-p``: sinfo refuses both ("Conflicting options");
+    named partitions are listed whether hidden or not."""
+    return ["sinfo", "-h", "-N", "-O", SINFO_NODE_FORMAT, *(_parts(partitions) or ["-a"])]
 
 
 class SlurmReader:
     """CLI backend. ``read()`` starts a new call-budget cycle on the runner (the writer's calls of the
-    same cycle count after it) and raises ``ControllerDown``/``CommandTimeout``/``ParseError``..."""
+    same cycle count after it) and raises ``ControllerDown``/``CommandTimeout``/``ParseError``/
+    ``SuspectRead``..."""
 
     def __init__(
         self,
@@ -73,12 +105,18 @@ class SlurmReader:
         partitions: Sequence[str] = (),
         ping_first: bool = True,
         unlimited_s: float = UNLIMITED_DEFAULT_S,
+        limits: ReadLimits | None = None,
+        single_checks: int = 3,
     ) -> None:
         self.runner = runner
         self.partitions = tuple(partitions)
         self.ping_first = ping_first
         self.unlimited_s = unlimited_s
+        self.limits = limits or ReadLimits()
+        self.single_checks = single_checks
         self._last: ReadInfo | None = None
+        self._previous: frozenset[str] | None = None  # jobs the previous framed read listed
+        self._nodes: int = 0
 
     @property
     def last(self) -> ReadInfo | None:
@@ -90,10 +128,14 @@ class SlurmReader:
         if self.ping_first and not self.runner.ping():
             raise ControllerDown("slurmctld unreachable (scontrol ping: DOWN); cycle skipped")
         clock = time.time()
-        jobs = parse_squeue_jobs(self.runner.run(squeue_jobs_argv(self.partitions)).stdout)
-        tres = parse_squeue_tres(self.runner.run(squeue_tres_argv(self.partitions)).stdout)
-        prio = parse_sprio(self.runner.run(sprio_argv()).stdout)
-        nodes = parse_sinfo_nodes(self.runner.run(sinfo_argv(self.partitions)).stdout)
+        parts = self.partitions
+        prio = parse_sprio(self.runner.run(sprio_argv(parts), encoding="latin-1").stdout)
+        jobs = parse_squeue_jobs(self.runner.run(squeue_jobs_argv(parts), encoding="latin-1").stdout)
+        tres = parse_squeue_tres(self.runner.run(squeue_tres_argv(parts)).stdout)
+        nodes = parse_sinfo_nodes(self.runner.run(sinfo_argv(parts)).stdout)
+        listed = frozenset(j for j, _ in jobs.listed)
+        previous, self._previous = self._previous, listed
+        self._check(prio.records, jobs.listed, {t.job_id for t in tres.records}, nodes.records, previous)
         by_job: dict[str, list[PrioRecord]] = {}
         for p in prio.records:
             by_job.setdefault(p.job_id, []).append(p)
@@ -102,16 +144,64 @@ class SlurmReader:
             unlimited_s=self.unlimited_s, source="slurm",
         )
         info.skipped = jobs.skipped + tres.skipped + prio.skipped + nodes.skipped + info.skipped
-        info.queue = queue_signature(jobs.records)
+        info.queue = frozenset(jobs.listed)
+        seen = {j.id for j in snap.pending} | {r.job.id for r in snap.running}
+        info.unparsed = listed - seen
         info.calls = self.runner.calls_this_cycle
         info.seconds = time.monotonic() - t0
         self._last = info
         return snap
 
+    def _check(self, prio: Sequence[PrioRecord], listed: Sequence[tuple[str, str]], tres: Collection[str],
+               nodes: Sequence[NodeRecord], previous: frozenset[str] | None) -> None:
+        ids = {j for j, _ in listed}
+        check_sprio({p.job_id for p in prio}, ids, self.limits)
+        check_tres({j for j, s in listed if s == "PENDING"}, tres, self.limits)
+        names = {n.name for n in nodes}
+        if self.partitions:
+            found = {n.partition for n in nodes}
+            unknown = [p for p in self.partitions if p not in found]
+            if unknown:
+                raise SlurmError(f"sinfo lists no node in partition(s) {', '.join(unknown)}: check "
+                                 "[slurm] partitions (sinfo -s shows the partitions Slurm has)")
+        if not names or len(names) < (1 - self.limits.max_drop_share) * self._nodes:
+            raise SuspectRead("nodes", f"sinfo listed {len(names)} node(s), {self._nodes} before")
+        self._nodes = len(names)
+        if previous is not None:
+            sample = vanished_sample(previous, ids, self.limits)
+            if sample:
+                check_drop(sample, self.confirm(sample, single=False), len(previous), len(ids))
+
     def watch(self) -> frozenset[tuple[str, str]]:
-        """The queue check between cycles: the same ``squeue -o`` as ``read`` (so ids and states compare
+        """The queue check between cycles: ids and states of the jobs ``read`` lists (so they compare
         exactly with ``last.queue``), one call, bounded by the ping timeout so a hung controller cannot
         stall the loop."""
         self.runner.begin_cycle()
-        res = self.runner.run(squeue_jobs_argv(self.partitions), timeout=self.runner.ping_timeout)
-        return queue_signature(parse_squeue_jobs(res.stdout).records)
+        res = self.runner.run(queue_argv(self.partitions), timeout=self.runner.ping_timeout)
+        return frozenset(parse_job_states(res.stdout, "squeue (queue check)"))
+
+    def confirm(self, job_ids: Collection[str], *, single: bool = True) -> dict[str, Fate]:
+        """What Slurm says of jobs a read did not list (see ``integrity.Fate``): one ``squeue -t all``
+        for up to ``CONFIRM_BATCH`` ids, then (``single``) up to ``single_checks`` ids it did not list,
+        asked one at a time, since only then does Slurm say that it no longer knows an id. Ids left
+        unasked are ``unknown``: the caller asks again next cycle."""
+        ids = sorted(set(job_ids), key=lambda j: (len(j), j))
+        out = {j: Fate("unknown") for j in ids}
+        if not ids:
+            return out
+        batch = ids[:CONFIRM_BATCH]
+        res = self.runner.run(confirm_argv(batch))
+        for job_id, state in parse_job_states(res.stdout, "squeue -t all"):
+            if job_id in out:
+                out[job_id] = fate_of(state)
+        if not single:
+            return out
+        for job_id in [j for j in batch if out[j].kind == "unknown"][: self.single_checks]:
+            res = self.runner.run(confirm_argv([job_id]), check=False)
+            if res.rc != 0 and INVALID_JOB in res.stderr:
+                out[job_id] = Fate("gone")
+            elif res.rc == 0:
+                states = dict(parse_job_states(res.stdout, "squeue -t all -j"))
+                if job_id in states:
+                    out[job_id] = fate_of(states[job_id])
+        return out

@@ -15,7 +15,7 @@ import signal
 import subprocess
 import time
 from collections import defaultdict, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rltune_daemon.slurm.errors import (
@@ -25,6 +25,7 @@ from rltune_daemon.slurm.errors import (
     PermissionDenied,
     SlurmCommandError,
 )
+from rltune_daemon.slurm.pacing import RpcBucket, rpc_cost
 from rltune_daemon.slurm.parse import ping_is_up
 
 # rc != 0 plus one of these means the controller did not answer (FACTS g).
@@ -101,8 +102,10 @@ def classify(argv: Sequence[str], rc: int, stdout: str, stderr: str) -> None:
 
 
 class SlurmRunner:
-    """Runs Slurm clients. ``timeout`` bounds every call; ``max_calls_per_cycle`` bounds the RPCs of
-    one daemon cycle (``begin_cycle`` resets the count); ``bin_dir`` prefixes program names."""
+    """Runs Slurm clients. ``timeout`` bounds every call; ``max_calls_per_cycle`` bounds the calls of
+    one daemon cycle (``begin_cycle`` resets the count; the writer's batches are bounded by its own
+    limit instead); ``bin_dir`` prefixes program names. ``rpc_bucket`` (Slurm's RPC rate limit applies
+    to us): every call first waits for its RPCs' tokens, calling ``on_wait`` (the watchdog) meanwhile."""
 
     def __init__(
         self,
@@ -121,8 +124,11 @@ class SlurmRunner:
         self.max_calls_per_cycle = max_calls_per_cycle
         self.bin_dir = bin_dir
         self.env = slurm_env(env, slurm_conf)
-        self.calls_this_cycle = 0
+        self.calls_this_cycle = 0  # every call of the cycle (for the log)
+        self._budgeted = 0  # the calls counted against max_calls_per_cycle
         self.stats = CallStats()
+        self.rpc_bucket: RpcBucket | None = None
+        self.on_wait: Callable[[], None] | None = None
 
     @property
     def slurm_conf(self) -> str | None:
@@ -130,6 +136,7 @@ class SlurmRunner:
 
     def begin_cycle(self) -> None:
         self.calls_this_cycle = 0
+        self._budgeted = 0
 
     def _argv(self, argv: Sequence[str]) -> list[str]:
         if not argv or any(not isinstance(a, str) or "\0" in a for a in argv):
@@ -144,14 +151,21 @@ class SlurmRunner:
         stdin: str | None = None,
         timeout: float | None = None,
         check: bool = True,
+        encoding: str = "utf-8",
+        budget: bool = True,
     ) -> CommandResult:
-        """Run one command. ``check``: classify rc != 0 into an exception (else return the result)."""
-        if self.calls_this_cycle >= self.max_calls_per_cycle:
+        """Run one command. ``check``: classify rc != 0 into an exception (else return the result).
+        ``encoding="latin-1"``: one character per byte, for outputs framed by byte widths.
+        ``budget=False``: not counted against ``max_calls_per_cycle`` (the writer's own batches)."""
+        if budget and self._budgeted >= self.max_calls_per_cycle:
             raise CallBudgetExceeded(
                 f"more than {self.max_calls_per_cycle} Slurm calls in one cycle (next: {_key(argv)})"
             )
+        self._budgeted += budget
         self.calls_this_cycle += 1
         full = self._argv(argv)
+        if self.rpc_bucket is not None:
+            self.rpc_bucket.take(rpc_cost(argv, stdin), self.on_wait)
         limit = self.timeout if timeout is None else timeout
         t0 = time.monotonic()
         try:
@@ -162,7 +176,7 @@ class SlurmRunner:
                 stderr=subprocess.PIPE,
                 env=self.env,
                 text=True,
-                encoding="utf-8",
+                encoding=encoding,
                 errors="replace",
                 start_new_session=True,
             )

@@ -7,7 +7,12 @@ never written: it freezes the priority and ``Priority=0`` is a hold.
 Everything is validated against the snapshot before a byte is sent: a bad value, an unknown node or
 a malformed id raises ``InvalidUpdate`` and nothing is written; jobs that are not pending or held
 are refused per job, and so are admin-prioritised ones except for ``SiteFactor=0`` (undoing our own
-change). Only values that differ from the snapshot are sent.
+change). Only values that differ from the snapshot are sent. One exception for undoing: a restore
+may put back the SiteFactor of a *running* job (Slurm accepts it, FACTS a, and a requeued job would
+otherwise come back with ours); its node lists cannot change while it runs.
+
+Lines go out in batches of ``batch`` per ``scontrol`` process, at most ``rate`` lines per second
+(``pacing``); a stop request between batches leaves the rest unsent (REFUSED "not sent").
 
 ``scontrol`` with no arguments reads commands from stdin (``scontrol -`` is invalid); lines after
 ``quit`` are ignored; rc is 1 when any line failed while the other lines still apply; failures come
@@ -20,7 +25,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -162,6 +167,7 @@ def prepare(
     updates: Iterable[JobUpdate],
     *,
     site_factor_unknown: Collection[str] = frozenset(),
+    restore: bool = False,
 ) -> Prepared:
     """Validate and build update lines (pure). Raises ``InvalidUpdate`` before anything is sent.
 
@@ -186,6 +192,11 @@ def prepare(
     rest: list[tuple[str, str]] = []
     for u in ups:
         st = states.get(u.job_id)
+        site_only = u.site_factor is not None and u.req_nodes is None and u.exc_nodes is None and (
+            u.oversubscribe is None)
+        if st is None and restore and u.job_id in running and site_only:
+            rest.append((u.job_id, f"update JobId={u.job_id} SiteFactor={u.site_factor}"))
+            continue
         if st is None:
             why = "running" if u.job_id in running else "not pending in the snapshot"
             decided.append(JobResult(u.job_id, UpdateStatus.REFUSED, why))
@@ -262,7 +273,9 @@ def map_results(
 
 class SlurmWriter:
     """Sends prepared updates. ``ping_first``: check ``scontrol ping`` and raise ``ControllerDown``
-    before writing (an update to a dead controller waits MessageTimeout-1 s per line, FACTS g)."""
+    before writing (an update to a dead controller waits MessageTimeout-1 s per line, FACTS g).
+    ``batch``/``rate``: lines per scontrol process and lines per second (0: no pause); with Slurm's
+    RPC rate limit on the runner a batch is also never larger than its bucket."""
 
     def __init__(
         self,
@@ -271,11 +284,37 @@ class SlurmWriter:
         ping_first: bool = True,
         timeout_base: float = 10.0,
         timeout_per_line: float = 0.05,
+        batch: int = 100,
+        rate: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        if batch < 1 or rate < 0:
+            raise ValueError("batch must be >= 1 and rate >= 0")
         self.runner = runner
         self.ping_first = ping_first
         self.timeout_base = timeout_base
         self.timeout_per_line = timeout_per_line
+        self.batch = batch
+        self.rate = rate
+        self.clock = clock
+        self.sleep = sleep
+
+    def _batches(self, lines: Sequence[tuple[str, str]]) -> list[Sequence[tuple[str, str]]]:
+        size = self.batch
+        if self.runner.rpc_bucket is not None:
+            size = max(1, min(size, int(self.runner.rpc_bucket.capacity)))
+        return [lines[i:i + size] for i in range(0, len(lines), size)]
+
+    def _pause(self, until: float, should_stop: Callable[[], bool] | None) -> bool:
+        """Sleep until ``until`` in short steps (the watchdog ticks); False when a stop was asked."""
+        while (left := until - self.clock()) > 0:
+            if should_stop is not None and should_stop():
+                return False
+            self.sleep(min(left, 0.25))
+            if self.runner.on_wait is not None:
+                self.runner.on_wait()
+        return should_stop is None or not should_stop()
 
     def apply(
         self,
@@ -284,20 +323,42 @@ class SlurmWriter:
         *,
         site_factor_unknown: Collection[str] = frozenset(),
         dry_run: bool = False,
+        restore: bool = False,
+        should_stop: Callable[[], bool] | None = None,
     ) -> ApplyResult:
-        prep = prepare(snapshot, updates, site_factor_unknown=site_factor_unknown)
+        prep = prepare(snapshot, updates, site_factor_unknown=site_factor_unknown, restore=restore)
         if dry_run or not prep.lines:
             planned = tuple(JobResult(j, UpdateStatus.PLANNED, "dry run", ln) for j, ln in prep.lines)
             return ApplyResult(prep.decided + planned, dry_run=dry_run)
         if self.ping_first:
             self.runner.require_up()
-        payload = "".join(ln + "\n" for _, ln in prep.lines) + "quit\n"
-        timeout = self.timeout_base + self.timeout_per_line * len(prep.lines)
-        t0 = time.monotonic()
-        try:
-            res = self.runner.run(["scontrol"], stdin=payload, timeout=timeout, check=False)
-        except CommandTimeout:
-            mapped = map_results(prep.lines, None, "", timed_out=True)
-            return ApplyResult(prep.decided + tuple(mapped), None, time.monotonic() - t0)
-        mapped = map_results(prep.lines, res.rc, res.stderr)
-        return ApplyResult(prep.decided + tuple(mapped), res.rc, res.seconds, stderr=res.stderr)
+        t0 = self.clock()
+        results: list[JobResult] = []
+        rc: int | None = 0
+        errs: list[str] = []
+        sent = 0
+        batches = self._batches(prep.lines)
+        why_not = ""
+        for k, lines in enumerate(batches):
+            due = t0 + (sent / self.rate if self.rate else 0.0)
+            if k and not why_not and not self._pause(due, should_stop):
+                why_not = "not sent: the daemon is stopping"
+            if why_not:  # never sent: the caller rolls its intents back
+                results += [JobResult(j, UpdateStatus.REFUSED, why_not, ln) for j, ln in lines]
+                continue
+            sent += len(lines)
+            payload = "".join(ln + "\n" for _, ln in lines) + "quit\n"
+            timeout = self.timeout_base + self.timeout_per_line * len(lines)
+            try:
+                res = self.runner.run(["scontrol"], stdin=payload, timeout=timeout, check=False, budget=False)
+            except CommandTimeout:
+                results += map_results(lines, None, "", timed_out=True)
+                rc, why_not = None, "not sent: scontrol timed out on an earlier batch"
+                continue
+            mapped = map_results(lines, res.rc, res.stderr)
+            results += mapped
+            rc = None if rc is None else max(rc, res.rc)
+            errs.append(res.stderr)
+            if any(r.status is UpdateStatus.UNKNOWN for r in mapped):
+                why_not = "not sent: slurmctld did not answer an earlier batch"
+        return ApplyResult(prep.decided + tuple(results), rc, self.clock() - t0, stderr="".join(errs))
