@@ -38,6 +38,9 @@ GPU_LAYOUT = {"p100-1": ("p100", 4), "p100-2": ("p100", 4), "k80-1": ("k80", 2),
               "m40-1": ("m40", 1)}
 TEST_USER = "rltuser"
 MESSAGE_TIMEOUT = 3
+# Longest any test waits for Slurm to reach a state: a job start, a cancel, an epilog take well under a
+# second on an idle machine and several seconds when both cores are busy with other work.
+WAIT_S = 180.0
 
 
 class SlurmTestCluster:
@@ -109,18 +112,21 @@ class SlurmTestCluster:
 
     # -- waiting ---------------------------------------------------------------------------
     @staticmethod
-    def wait_for(pred: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
-        deadline = time.monotonic() + timeout
+    def wait_for(pred: Callable[[], bool], timeout: float = WAIT_S, what: str = "condition") -> None:
+        """Poll ``pred`` (Slurm's own state) until it holds. ``timeout`` is what the condition needs on an
+        idle machine; the wait goes on to at least ``WAIT_S``, so a loaded machine (both cores busy
+        with other work) slows a test down but never fails it: only a Slurm that stopped moving does."""
+        deadline = time.monotonic() + max(timeout, WAIT_S)
         while time.monotonic() < deadline:
             if pred():
                 return
             time.sleep(0.1)
-        raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        raise AssertionError(f"timed out after {max(timeout, WAIT_S):g} s waiting for {what}")
 
-    def wait_state(self, job_id: str, state: str, timeout: float = 20.0) -> None:
+    def wait_state(self, job_id: str, state: str, timeout: float = WAIT_S) -> None:
         self.wait_for(lambda: self.state(job_id) == state, timeout, f"job {job_id} {state}")
 
-    def wait_in_sprio(self, *job_ids: str, timeout: float = 10.0) -> None:
+    def wait_in_sprio(self, *job_ids: str, timeout: float = WAIT_S) -> None:
         self.wait_for(lambda: set(job_ids) <= set(self.sprio()), timeout, f"{job_ids} in sprio")
 
     # -- scenarios -------------------------------------------------------------------------

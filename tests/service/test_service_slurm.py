@@ -26,7 +26,7 @@ from rltune_daemon.service.config import DaemonConfig
 from rltune_daemon.service.loop import Daemon
 from rltune_daemon.service.metrics import Metrics
 from rltune_daemon.service.statefile import StateFile
-from slurm_fixtures import TEST_USER, SlurmTestCluster
+from slurm_fixtures import TEST_USER, WAIT_S, SlurmTestCluster
 
 pytestmark = pytest.mark.slurm
 
@@ -146,7 +146,9 @@ def _events(path: Path) -> list[dict[str, Any]]:
 
 
 def _wait_event(path: Path, pred: Any, timeout: float, proc: subprocess.Popen[bytes], what: str) -> None:
-    deadline = time.monotonic() + timeout
+    """Until the daemon logged a matching event (at least ``WAIT_S``: a loaded machine is slow, not
+    wrong; a dead daemon fails at once)."""
+    deadline = time.monotonic() + max(timeout, WAIT_S)
     while time.monotonic() < deadline:
         if any(pred(e) for e in _events(path)):
             return

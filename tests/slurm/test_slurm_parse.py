@@ -222,14 +222,15 @@ def test_squeue_tres_captured(captured: Path, meta: dict[str, str]) -> None:
 
 def test_squeue_tres_wrong_shape_raises() -> None:
     with pytest.raises(ParseError):
-        parse_squeue_tres("12|N/A|N/A|1|cpu=1\n")  # missing trailing '|'
+        parse_squeue_tres("12|N/A|N/A|1|cpu=1|N/A\n")  # missing trailing '|'
     with pytest.raises(ParseError):
-        parse_squeue_tres("12_[0-3]|N/A|N/A|1|cpu=1|\n")  # not a raw id
-    good = "12|N/A|N/A|1|cpu=1|\n"
+        parse_squeue_tres("12_[0-3]|N/A|N/A|1|cpu=1|N/A|\n")  # not a raw id
+    good = "12|N/A|N/A|1|cpu=1|2026-11-26T12:19:20|\n"
+    assert parse_squeue_tres(good).records[0].eligible is not None
     with pytest.raises(SuspectRead, match="truncated"):
         parse_squeue_tres(good + good[:-3])
     with pytest.raises(SuspectRead, match="malformed"):
-        parse_squeue_tres(good + "13|N/A|1|cpu=1|\n")
+        parse_squeue_tres(good + "13|N/A|1|cpu=1|N/A|\n")
 
 
 # ---- GPU specs -------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from rltune_daemon import __version__
 from rltune_daemon.cli.common import run_guarded
+from rltune_daemon.errors import UserError
 from rltune_daemon.service.config import DaemonConfig, default_config_path, load_config
 
 if TYPE_CHECKING:
@@ -43,12 +44,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--restore", action="store_true",
                    help="put every SiteFactor/node list the daemon changed back to its original and exit")
     p.add_argument("--check-config", action="store_true", help="validate and print the effective config")
+    p.add_argument("--probe", action="store_true",
+                   help="with --check-config: also run, read-only, every Slurm command a cycle runs (and "
+                        "say whether this user may write); exit 1 when one fails")
     p.add_argument("--version", action="version", version=f"rltune-daemon {__version__}")
     return p
 
 
-def check_config(cfg: DaemonConfig, path: Path | None) -> int:
-    """Print the effective configuration and what it resolves to (policy, placer, state file)."""
+def check_config(cfg: DaemonConfig, path: Path | None, probe: bool = False) -> int:
+    """Print the effective configuration and what it resolves to (policy, placer, state file); with
+    ``probe``, run the read side of a cycle against the configured Slurm (``service.probe``)."""
     from rltune_daemon.policies.learned import LearnedPolicy
     from rltune_daemon.service.policy import CountingPlacer, choose_policy, trained_under
 
@@ -77,7 +82,14 @@ def check_config(cfg: DaemonConfig, path: Path | None) -> int:
     writable = os.access(parent, os.W_OK)
     print(f"state file: {state} ({'writable' if writable else 'NOT writable by this user'})")
     print("config OK")
-    return 0
+    if not probe:
+        return 0
+    if cfg.backend != "slurm":
+        print("probe: nothing to probe with backend = sim")
+        return 0
+    from rltune_daemon.service.probe import print_probe, run_probe
+
+    return print_probe(run_probe(cfg, history=choice.policy.learns_history))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -91,8 +103,10 @@ def _run(args: argparse.Namespace) -> int:
 
     path = Path(args.config) if args.config else default_config_path()
     cfg = load_config(path, dry_run=True if args.dry_run else None, backend=args.backend)
+    if args.probe and not args.check_config:
+        raise UserError("--probe goes with --check-config (rltune-daemon --check-config --probe)")
     if args.check_config:
-        return check_config(cfg, path)
+        return check_config(cfg, path, probe=args.probe)
     configure(cfg.log.level, cfg.log.format)
     log = get_logger()
     in_memory = cfg.backend == "sim" and not cfg.state_file

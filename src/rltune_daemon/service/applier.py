@@ -340,6 +340,7 @@ class Applier:
         out = Decision()
         for job_id in list(state.jobs):
             rec = state.jobs[job_id]
+            rec.hint_done, rec.hint_age = False, 0  # a restored job starts afresh with a later daemon
             if job_id in pending:
                 for name, fc in rec.fields.items():
                     out.changes.append(Change(job_id, name, fc.original, "restore"))

@@ -7,7 +7,9 @@ writes nothing; the next one reads again):
 
 * ``sprio`` is read BEFORE ``squeue``: every job it lists was pending then, so it is pending or
   running (or has just ended) when ``squeue`` runs a few milliseconds later. More than ``tolerance``
-  of them missing from squeue means the squeue output lost jobs.
+  of them missing from squeue means the squeue output lost jobs. The other way round, a pending job
+  that became eligible (``squeue -O EligibleTime``) seconds before sprio ran is one sprio lists (it
+  leaves out only held jobs and those not yet eligible: a dependency, a later ``--begin``).
 * ``squeue -O`` (read after ``squeue -o``) must list the pending jobs ``squeue -o`` listed, but for the
   few that end in between.
 * A queue that shrinks by more than ``max_drop_share`` since the previous read is accepted only when
@@ -79,6 +81,15 @@ def check_sprio(sprio_ids: Collection[str], listed: Collection[str], limits: Rea
     if len(missing) > limits.allowed(len(sprio_ids)):
         raise SuspectRead("sprio_mismatch", f"sprio lists {len(missing)} pending job(s) squeue did not "
                           f"({_some(missing)}) of {len(set(sprio_ids))}")
+
+
+def check_sprio_covers(eligible: Collection[str], sprio_ids: Collection[str], limits: ReadLimits) -> None:
+    """squeue lists pending jobs, eligible well before sprio ran, that sprio (which lists every eligible
+    pending job) did not: the sprio output lost jobs."""
+    missing = set(eligible) - set(sprio_ids)
+    if len(missing) > limits.allowed(len(eligible)):
+        raise SuspectRead("sprio_mismatch", f"squeue lists {len(missing)} eligible pending job(s) that "
+                          f"sprio did not ({_some(missing)}) of {len(set(eligible))}")
 
 
 def check_tres(pending: Collection[str], tres_ids: Collection[str], limits: ReadLimits) -> None:

@@ -58,7 +58,9 @@ def _frame(n_fixed: int, widths: tuple[int, ...]) -> re.Pattern[str]:
 def _text(value: str, width: int) -> tuple[str, bool]:
     """A fixed-width free-text field: (UTF-8 value without the padding, whether it may be cut)."""
     cut = len(value) == width and not value.endswith(" ")
-    raw = value.rstrip(" ").encode("latin-1", "replace").decode("utf-8", "replace")
+    raw = value.rstrip(" ")
+    if not raw.isascii():
+        raw = raw.encode("latin-1", "replace").decode("utf-8", "replace")
     return raw, cut
 
 
@@ -264,7 +266,9 @@ def parse_job_states(text: str, source: str = "squeue") -> list[tuple[str, str]]
 # squeue -O: per-job and per-task GPU requests exist only here (FACTS e: `--gpus=` is not in %b), and
 # tres-alloc gives the job's TOTAL cpu/mem (``%m`` is per CPU or per node with no way to tell). Every
 # field is an id, a number or a TRES list Slurm validated at submission.
-SQUEUE_TRES_FIELDS = ("JobID", "tres-per-job", "tres-per-task", "NumTasks", "tres-alloc")
+# EligibleTime: when the job became eligible (N/A while held or waiting on a dependency, later for
+# --begin); sprio lists exactly the pending jobs that are eligible, which the reader checks.
+SQUEUE_TRES_FIELDS = ("JobID", "tres-per-job", "tres-per-task", "NumTasks", "tres-alloc", "EligibleTime")
 SQUEUE_TRES_FORMAT = ",".join(f"{f}:|" for f in SQUEUE_TRES_FIELDS)
 
 
@@ -277,6 +281,7 @@ class TresRecord:
     tres_per_task: str
     num_tasks: int
     alloc: dict[str, str]
+    eligible: float | None = None
 
     @property
     def cpus(self) -> int | None:
@@ -327,7 +332,7 @@ def parse_squeue_tres(text: str, source: str = "squeue -O") -> Parsed[TresRecord
             tasks = _clean(f[3])
             out.records.append(
                 TresRecord(job_id, _clean(f[1]), _clean(f[2]), _int(tasks, "tasks") if tasks else 1,
-                           parse_tres(f[4]))
+                           parse_tres(f[4]), parse_timestamp(f[5]))
             )
         except ValueError as exc:
             out.skipped.append((job_id, f"{source} line {no}: {exc}"))

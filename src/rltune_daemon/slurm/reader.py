@@ -24,6 +24,7 @@ from rltune_daemon.slurm.integrity import (
     ReadLimits,
     check_drop,
     check_sprio,
+    check_sprio_covers,
     check_tres,
     fate_of,
     vanished_sample,
@@ -48,6 +49,9 @@ from rltune_daemon.slurm.runner import SlurmRunner
 # several ids it lists the known ones and is silent about the rest (seen on 22.05)
 INVALID_JOB = "Invalid job id specified"
 CONFIRM_BATCH = 500
+# sprio lists every pending job that is eligible (not held, no unmet dependency, past --begin); a job that
+# became eligible this long before sprio ran is surely there (FACTS a: up to ~1 s after a release)
+SETTLE_S = 5.0
 
 @runtime_checkable
 class SnapshotReader(Protocol):
@@ -127,7 +131,7 @@ class SlurmReader:
         self.runner.begin_cycle()
         if self.ping_first and not self.runner.ping():
             raise ControllerDown("slurmctld unreachable (scontrol ping: DOWN); cycle skipped")
-        clock = time.time()
+        clock = time.time()  # also when sprio ran: the first call after the ping
         parts = self.partitions
         prio = parse_sprio(self.runner.run(sprio_argv(parts), encoding="latin-1").stdout)
         jobs = parse_squeue_jobs(self.runner.run(squeue_jobs_argv(parts), encoding="latin-1").stdout)
@@ -135,6 +139,10 @@ class SlurmReader:
         nodes = parse_sinfo_nodes(self.runner.run(sinfo_argv(parts)).stdout)
         listed = frozenset(j for j, _ in jobs.listed)
         previous, self._previous = self._previous, listed
+        pending = {j for j, s in jobs.listed if s == "PENDING"}
+        waiting = {t.job_id for t in tres.records if t.job_id in pending and t.eligible is not None
+                   and t.eligible < clock - SETTLE_S}
+        check_sprio_covers(waiting, {p.job_id for p in prio.records}, self.limits)
         self._check(prio.records, jobs.listed, {t.job_id for t in tres.records}, nodes.records, previous)
         by_job: dict[str, list[PrioRecord]] = {}
         for p in prio.records:
