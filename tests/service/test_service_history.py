@@ -248,3 +248,36 @@ def test_plain_cluster_dry_run_says_qssf_has_no_history(c: SlurmTestCluster, tmp
     assert res.returncode == 0, res.stderr
     assert "!!! qssf has no run history" in res.stdout and "accounting" in res.stdout
     assert job in res.stdout and "history_unavailable" in res.stderr
+
+
+class _FlakyAccounting(SimBackend):
+    """sacct fails once, then (as the real backend does for 10 minutes after a failure) is not asked,
+    then works: only the read that worked may be called a recovery."""
+
+    name = "slurm"
+
+    def __init__(self, cfg: Any) -> None:
+        super().__init__(cfg)
+        self.asked = 0
+
+    def finished_runs(self, rewind: bool = False) -> FinishedRuns | None:
+        self.asked += 1
+        if self.asked == 1:
+            raise SlurmCommandError(["sacct"], 1, "sacct: error: Slurm accounting storage is disabled")
+        if self.asked == 2:
+            return None
+        return super().finished_runs(rewind=True)
+
+
+def test_history_is_said_to_recover_only_when_a_read_worked(tmp_path: Path) -> None:
+    cfg = config(tmp_path, backend="sim", sim__jobs=120, sim__speedup=0, dry_run=True, base_policy="qssf")
+    backend = _FlakyAccounting(cfg)
+    backend.slurm.advance(3600.0)
+    d = _daemon(cfg, backend, io.StringIO())
+    events = []
+    for _ in range(3):
+        d.cycle()
+        events.append([e[1] for e in d.log.events if e[1] in ("history_unavailable", "history")])
+    assert events[0] == ["history_unavailable"]
+    assert events[1] == ["history_unavailable"]  # nothing was read: no "history" line
+    assert events[2] == ["history_unavailable", "history"] and d.choice.policy.runs_learned > 0

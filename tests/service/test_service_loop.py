@@ -20,6 +20,7 @@ from rltune_daemon.service.loop import Daemon
 from rltune_daemon.service.metrics import Metrics
 from rltune_daemon.service.policy import PLACER_FALLBACK_REASONS, PolicyChoice
 from rltune_daemon.service.statefile import StateFile
+from rltune_daemon.slurm.integrity import Fate
 from rltune_daemon.slurm.writer import UpdateStatus
 
 
@@ -319,3 +320,63 @@ def test_start_says_when_the_daemon_runs_other_settings_than_the_models_training
         assert check_config(config(tmp_path, model=str(model)), None) == 0
     printed = out.getvalue()
     assert "\nnote: this daemon runs starvation_reference = 'both' (trained under 'priority')" in printed
+
+
+# ---- the undo record and suspect reads ----------------------------------------------------------------
+
+
+def test_a_record_goes_only_when_slurm_says_the_job_is_over(tmp_path: Path) -> None:
+    snap = snapshot(_queue())
+    backend = ScriptedBackend([snap])
+    d, _, _ = _daemon(tmp_path, backend)
+    d.cycle()
+    recorded = set(d.state.jobs)
+    assert recorded
+    gone = next(iter(recorded))
+    sites = {u.job_id: u.site_factor for u in backend.applied[0]}
+    backend.snapshots, backend.reads = [with_site(snap, sites, drop={gone})], 0
+    backend.fates = {gone: Fate("unknown")}
+    for _ in range(5):  # no answer from Slurm: the record stays, however many reads miss the job
+        rep = d.cycle()
+        assert rep.outcome == "applied" and gone in d.state.jobs and rep.forgotten == 0
+    backend.fates = {gone: Fate("alive", "PENDING")}  # Slurm still has it: the read missed it
+    rep = d.cycle()
+    assert rep.outcome == "skipped" and rep.suspect == "vanished_alive" and gone in d.state.jobs
+    assert _sample(d, "rltune_suspect_reads_total", reason="vanished_alive") == 1
+    backend.fates = {gone: Fate("ended", "CANCELLED")}
+    rep = d.cycle()
+    assert rep.forgotten == 1 and gone not in d.state.jobs
+    assert [gone] in backend.confirmed
+
+
+def test_updates_beyond_the_per_cycle_limit_follow_in_later_cycles(tmp_path: Path) -> None:
+    snap = snapshot(_queue())
+    backend = ScriptedBackend([snap])
+    d, _, _ = _daemon(tmp_path, backend, slurm__max_updates_per_cycle=1)
+    sites: dict[str, int] = {}
+    deferred = []
+    for _ in range(4):
+        before = len(backend.applied)
+        rep = d.cycle()
+        deferred.append(rep.deferred)
+        for ups in backend.applied[before:]:
+            assert len(ups) == 1  # one job per cycle
+            sites.update({u.job_id: u.site_factor for u in ups if u.site_factor is not None})
+        backend.snapshots, backend.reads = [with_site(snap, sites)], 0
+    assert deferred[0] >= 1 and deferred[-1] == 0
+    assert _sample(d, "rltune_deferred_updates") == 0
+    assert backend.applied[0][0].job_id == "2"  # the head of the plan (the 2-minute job) went first
+    assert d.cycle().changed == 0  # all written
+
+
+def test_dry_run_logs_jobs_at_debug_and_prints_the_table_only_when_asked(tmp_path: Path) -> None:
+    backend = ScriptedBackend([snapshot(_queue())])
+    d, log, out = _daemon(tmp_path, backend, dry_run=True)
+    d.cycle()
+    assert {lvl for lvl, e, _ in log.events if e == "dry_run_change"} == {"debug"}
+    assert [e for _, e, _ in log.events if e == "cycle"] == ["cycle"]  # the one summary line
+    cfg = config(tmp_path, dry_run=True)
+    quiet = io.StringIO()
+    Daemon(cfg, ScriptedBackend([snapshot(_queue())]), state_file=StateFile(None), log=NullLog(),
+           metrics=Metrics(), out=quiet, table=False).cycle()
+    assert quiet.getvalue() == "" and "rank" in out.getvalue()

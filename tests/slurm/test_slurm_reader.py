@@ -16,7 +16,15 @@ from rltune_daemon.errors import UserError
 from rltune_daemon.slurm import localcluster
 from rltune_daemon.slurm.errors import ControllerDown, ParseError
 from rltune_daemon.slurm.pyslurm_backend import PyslurmReader, job_records, load_pyslurm, node_records
-from rltune_daemon.slurm.reader import SlurmReader, SnapshotReader, squeue_jobs_argv
+from rltune_daemon.slurm.reader import (
+    SlurmReader,
+    SnapshotReader,
+    queue_argv,
+    sinfo_argv,
+    sprio_argv,
+    squeue_jobs_argv,
+    squeue_tres_argv,
+)
 from rltune_daemon.slurm.runner import SlurmRunner
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,8 +59,13 @@ def test_read_issues_five_calls(fake: FakeBin, meta: dict[str, str]) -> None:
     assert runner.calls_this_cycle == 5
 
 
-def test_partition_filter_is_passed() -> None:
-    assert squeue_jobs_argv(("gpu", "hipri"))[-2:] == ["-p", "gpu,hipri"]
+def test_partition_filter_is_passed_to_every_read() -> None:
+    parts = ("gpu", "hipri")
+    for argv in (squeue_jobs_argv(parts), squeue_tres_argv(parts), queue_argv(parts), sprio_argv(parts),
+                 sinfo_argv(parts)):
+        assert argv[-2:] == ["-p", "gpu,hipri"]
+    assert "-a" not in sinfo_argv(("gpu",))  # sinfo: "Conflicting options, -a and -p" (exit 1)
+    assert "-a" in sinfo_argv()
 
 
 def test_controller_down_skips_the_cycle(fake: FakeBin, captured: Path) -> None:

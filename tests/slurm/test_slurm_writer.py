@@ -263,3 +263,68 @@ def test_timeout_is_unknown(snap: Snapshot, meta: dict[str, str], tmp_path: Path
     writer = SlurmWriter(SlurmRunner(bin_dir=str(fake.path)), ping_first=False, timeout_base=0.3)
     res = writer.apply(snap, [JobUpdate(meta["pd_typed"], site_factor=3)])
     assert res.unknown == (meta["pd_typed"],) and res.rc is None
+
+
+# ---- batches, pace, stop --------------------------------------------------------------------------
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.t
+
+    def sleep(self, s: float) -> None:
+        self.slept.append(s)
+        self.t += s
+
+
+def _five(meta: dict[str, str]) -> list[JobUpdate]:
+    jobs = ("pd_typed", "pd_untyped", "pd_gpus_per_job", "pd_notime", "pd_nice")
+    return [JobUpdate(meta[k], site_factor=10 + i) for i, k in enumerate(jobs)]
+
+
+def test_batches_of_write_batch_lines_paced_at_write_rate(snap: Snapshot, meta: dict[str, str],
+                                                          tmp_path: Path) -> None:
+    fake = FakeBin(tmp_path)
+    _scontrol(fake)
+    clock = _Clock()
+    writer = SlurmWriter(SlurmRunner(bin_dir=str(fake.path)), batch=2, rate=4.0, clock=clock,
+                         sleep=clock.sleep)
+    res = writer.apply(snap, _five(meta))
+    assert [c for c in fake.calls() if c != "scontrol ping"] == ["scontrol "] * 3  # 2 + 2 + 1 lines
+    assert len(res.applied) == 5
+    assert clock.t == pytest.approx(1.0)  # 4 lines sent before the last batch, at 4 lines/s
+
+
+def test_a_stop_between_batches_leaves_the_rest_unsent(snap: Snapshot, meta: dict[str, str],
+                                                       tmp_path: Path) -> None:
+    fake = FakeBin(tmp_path)
+    _scontrol(fake)
+    clock = _Clock()
+    writer = SlurmWriter(SlurmRunner(bin_dir=str(fake.path)), batch=2, rate=1.0, clock=clock,
+                         sleep=clock.sleep)
+    res = writer.apply(snap, _five(meta), should_stop=lambda: clock.t > 0.5)
+    assert len(res.applied) == 2 and len(res.refused) == 3
+    assert all("not sent" in r.reason for r in res.results if r.status is S.REFUSED)
+
+
+def test_a_timed_out_batch_stops_the_batches_after_it(snap: Snapshot, meta: dict[str, str],
+                                                      tmp_path: Path) -> None:
+    fake = FakeBin(tmp_path)
+    _scontrol(fake, sleep=30)
+    writer = SlurmWriter(SlurmRunner(bin_dir=str(fake.path)), ping_first=False, timeout_base=0.3, batch=2)
+    res = writer.apply(snap, _five(meta))
+    assert len(res.unknown) == 2 and len(res.refused) == 3 and res.rc is None
+    assert len(fake.calls()) == 1  # a controller that hangs is not asked again this cycle
+
+
+def test_a_restore_may_put_back_a_running_jobs_site_factor_only(snap: Snapshot, meta: dict[str, str]) -> None:
+    run = meta["run_p100x4"]
+    prep = prepare(snap, [JobUpdate(run, site_factor=0)], restore=True)
+    assert prep.lines == ((run, f"update JobId={run} SiteFactor=0"),)
+    assert prepare(snap, [JobUpdate(run, site_factor=0)]).decided[0].status is S.REFUSED  # not in a cycle
+    nodes = prepare(snap, [JobUpdate(run, exc_nodes=())], restore=True).decided[0]
+    assert nodes.status is S.REFUSED and nodes.reason == "running"

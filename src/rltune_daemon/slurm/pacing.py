@@ -72,7 +72,8 @@ class RpcBucket:
         need = min(float(cost), self.capacity)
         self._refill()
         while self.tokens < need:
-            pause = min((need - self.tokens) / self.rate, 0.25)
+            # at least 1 ms: a deficit of a rounding error must not become a sleep the clock cannot see
+            pause = min(max((need - self.tokens) / self.rate, 0.001), 0.25)
             self.sleep(pause)
             self.waited += pause
             if tick is not None:
