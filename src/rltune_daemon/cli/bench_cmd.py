@@ -1,5 +1,6 @@
 """``rltune bench``: timings as benchmarks (never as test assertions). ``sim`` times one whole-trace
-simulation; ``decide`` times one daemon decision (see ``bench_decide``)."""
+simulation; ``decide`` times one daemon decision (see ``bench_decide``); ``soak`` runs the daemon long
+and watches it from outside (see ``bench_soak``)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s.add_argument("--repeat", type=int, default=1, help="runs; the JSON reports each and the best")
     add_bf_reservations(s)
     s.set_defaults(func=bench_sim)
-    from rltune_daemon.cli import bench_decide
+    from rltune_daemon.cli import bench_decide, bench_soak
 
     bench_decide.register(bsub)
+    bench_soak.register(bsub)
 
 
 def machine() -> dict[str, Any]:

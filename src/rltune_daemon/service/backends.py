@@ -153,6 +153,7 @@ class SimBackend:
         self.slurm = SimSlurm(workload)
         self.speedup = s.speedup
         self.workload = workload
+        self.until = self.slurm.sim.now + s.hours * 3600.0 if s.hours else float("inf")
 
     @property
     def last(self) -> ReadInfo | None:
@@ -181,7 +182,7 @@ class SimBackend:
         return interval / self.speedup if self.speedup > 0 else 0.0
 
     def done(self) -> bool:
-        return self.slurm.done()
+        return self.slurm.done() or self.slurm.sim.now >= self.until
 
     def summary(self) -> dict[str, Any]:
         return self.slurm.summary(baseline=self.slurm.done())

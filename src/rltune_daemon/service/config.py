@@ -166,6 +166,8 @@ class SimSection(_Section):
     jobs: int = Field(0, ge=0, description="first N jobs of the workload (0: all)")
     speedup: float = Field(60.0, ge=0, description="simulated seconds per wall second (0: no pause)")
     max_cycles: int = Field(0, ge=0, description="stop after N cycles (0: when the workload is done)")
+    hours: float = Field(0.0, ge=0, description="stop after this many simulated hours (0: when the workload "
+                         "is done)")
 
 
 class DaemonConfig(BaseSettings):

@@ -1,0 +1,369 @@
+"""``rltune bench soak``: the daemon run long, watched from outside, for leaks and for what it costs users.
+
+Two phases, each the real ``rltune-daemon`` process:
+
+* **sim**: ``--backend sim`` at full speed for ``--sim-hours`` simulated hours (a shipped model deciding,
+  a state file on disk). After every cycle the process's resident memory (``VmRSS``), open file
+  descriptors and the state file's size are sampled; every cycle's log line is checked for errors.
+* **live** (root and Slurm only): the project's local Slurm with every GPU busy and ``--live-jobs`` pending
+  jobs, the daemon live for ``--live-cycles`` cycles, the same samples, plus a user's ``sbatch`` timed
+  every 0.1 s before the daemon starts and during its cycles (the first one writes the most), then
+  SIGTERM: how long the restore takes and whether every SiteFactor is back to 0.
+
+Memory is "flat" when the resident size grows by less than ``FLAT_SHARE`` from the steady state (past
+the first tenth of the cycles, and the state file within 5 % of its final size: a 10,000-job queue is
+written ``max_updates_per_cycle`` jobs per cycle, so records, and memory with them, grow until all are
+written) to the end. Writes ``DIR/soak.json`` and ``DIR/soak.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rltune_daemon.cli.common import print_json
+from rltune_daemon.errors import UserError
+
+FLAT_SHARE = 0.05
+SETTLE_S = 30.0
+BASELINE_S = 60.0
+NODE_GPUS = {"p100-1": "p100:4", "p100-2": "p100:4", "k80-1": "k80:2", "k80-2": "k80:2", "m40-1": "m40:1"}
+
+
+@dataclass
+class Sample:
+    cycle: int
+    wall_s: float
+    rss_kb: int
+    fds: int
+    state_bytes: int
+    cycle_s: float
+    pending: int
+    changed: int
+
+
+@dataclass
+class Phase:
+    name: str
+    samples: list[Sample] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        s = self.samples
+        if not s:
+            return {"cycles": 0, "errors": self.errors, **self.extra}
+        # steady state: past the first tenth of the cycles and with the state file near its final size
+        # (on a big queue the first cycles keep adding records, and memory rightly grows with them)
+        first = max(len(s) // 10, 1) - 1
+        warm = next((x for x in s[first:] if x.state_bytes >= 0.95 * s[-1].state_bytes), s[-1])
+        rss_growth = (s[-1].rss_kb - warm.rss_kb) / max(warm.rss_kb, 1)
+        return {
+            "cycles": len(s), "wall_s": round(self.wall_s, 1), "errors": len(self.errors),
+            "first_errors": self.errors[:5], "steady_from_cycle": warm.cycle,
+            "rss_kb": {"first": s[0].rss_kb, "after_warmup": warm.rss_kb, "last": s[-1].rss_kb,
+                       "max": max(x.rss_kb for x in s)},
+            "rss_growth_after_warmup": round(rss_growth, 4), "rss_flat": rss_growth < FLAT_SHARE,
+            "fds": {"first": s[0].fds, "last": s[-1].fds, "max": max(x.fds for x in s)},
+            "fds_flat": s[-1].fds <= warm.fds,
+            "state_bytes": {"max": max(x.state_bytes for x in s), "last": s[-1].state_bytes},
+            "cycle_s": {"first": round(s[0].cycle_s, 3),
+                        "median": round(statistics.median(x.cycle_s for x in s), 3),
+                        "max": round(max(x.cycle_s for x in s), 3)},
+            **self.extra,
+        }
+
+
+def _proc(pid: int) -> tuple[int, int]:
+    """Resident KB and open file descriptors of a process (0, 0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            rss = next((int(ln.split()[1]) for ln in fh if ln.startswith("VmRSS:")), 0)
+        return rss, len(os.listdir(f"/proc/{pid}/fd"))
+    except (OSError, ValueError):
+        return 0, 0
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _watch(proc: subprocess.Popen[str], phase: Phase, state: Path, stop_after: int,
+           on_cycle: Callable[[int], None] | None = None) -> None:
+    """Read the daemon's log lines; after each cycle take a sample; SIGTERM after ``stop_after`` cycles
+    (0: let it end by itself)."""
+    t0 = time.monotonic()
+    termed = 0.0
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if not line.startswith("{"):
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if event.get("level") in ("error", "critical"):
+            phase.errors.append(f"{event.get('event')}: {event.get('error', '')}"[:300])
+        if event.get("event") != "cycle":
+            if event.get("event") == "stopped":
+                phase.extra["stopped"] = event
+                phase.extra["stop_s"] = round(time.monotonic() - termed, 1) if termed else None
+            continue
+        if event.get("errors"):
+            phase.errors.append(f"cycle {event['cycle']}: {event.get('error', '')}"[:300])
+        rss, fds = _proc(proc.pid)
+        phase.samples.append(Sample(int(event["cycle"]), time.monotonic() - t0, rss, fds, _size(state),
+                                    float(event.get("seconds", 0.0)), int(event.get("jobs_seen", 0)),
+                                    int(event.get("changed", 0))))
+        if on_cycle is not None:
+            on_cycle(len(phase.samples))
+        if stop_after and len(phase.samples) == stop_after:
+            proc.send_signal(signal.SIGTERM)
+            termed = time.monotonic()
+    phase.wall_s = time.monotonic() - t0
+
+
+def _daemon(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("RLTUNE_")} | env
+    return subprocess.Popen([sys.executable, "-m", "rltune_daemon.cli.daemon", *args], env=full,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, bufsize=1)
+
+
+def soak_sim(hours: float, model: str, work: Path) -> Phase:
+    phase = Phase("sim")
+    state = work / "sim-state.json"
+    proc = _daemon({"RLTUNE_SIM__SPEEDUP": "0", "RLTUNE_SIM__HOURS": str(hours), "RLTUNE_MODEL": model,
+                    "RLTUNE_STATE_FILE": str(state), "RLTUNE_METRICS__ENABLED": "false"},
+                   "--backend", "sim")
+    _watch(proc, phase, state, 0, _progress(f"sim: {hours:g} simulated hours", None))
+    phase.extra["exit"] = proc.wait()
+    phase.extra["sim_hours"] = hours
+    return phase
+
+
+def _progress(what: str, total: int | None) -> Callable[[int], None]:
+    def show(n: int) -> None:
+        if n % 50 == 0 or (total is not None and total <= 100):
+            of = f"/{total}" if total else ""
+            print(f"{what}: cycle {n}{of}", file=sys.stderr, flush=True)
+
+    return show
+
+
+@dataclass
+class Latency:
+    """A user's ``sbatch`` (a held 1-minute job) timed every ``every`` seconds while ``running``."""
+
+    env: dict[str, str]
+    every: float = 0.1
+    times: list[tuple[float, float]] = field(default_factory=list)  # (monotonic, seconds)
+    ids: list[str] = field(default_factory=list)
+
+    def once(self) -> None:
+        t0 = time.monotonic()
+        res = subprocess.run(["sbatch", "--parsable", "-H", "-t", "1", "-o", "/dev/null", "-J", "latency",
+                              "--wrap", "true"], env=self.env, capture_output=True, text=True, timeout=120,
+                             check=False, cwd="/tmp")
+        self.times.append((t0, time.monotonic() - t0))
+        if res.returncode == 0:
+            self.ids.append(res.stdout.strip().split(";")[0])
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            self.once()
+            stop.wait(self.every)
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {}
+    v = sorted(values)
+    return {"n": len(v), "median_ms": round(1000 * statistics.median(v), 1),
+            "p95_ms": round(1000 * v[min(len(v) - 1, int(0.95 * len(v)))], 1),
+            "max_ms": round(1000 * v[-1], 1)}
+
+
+def soak_live(jobs: int, cycles: int, model: str, interval: float, work: Path) -> Phase:
+    from rltune_daemon.slurm.localcluster import LocalCluster, slurm_installed
+
+    if os.geteuid() != 0 or not slurm_installed():
+        raise UserError("the live soak needs root and Slurm (make setup); run it with --live-jobs 0 to skip")
+    phase = Phase("live")
+    cluster = LocalCluster.private(work / "slurm", message_timeout=10, test_user=None)
+    cluster.start()
+    env = cluster.env()
+    try:
+        for node, gres in NODE_GPUS.items():
+            subprocess.run(["sbatch", "-o", "/dev/null", "-w", node, f"--gres=gpu:{gres}", "-t", "600",
+                            "--wrap", "sleep 36000"], env=env, check=True, capture_output=True, cwd="/tmp")
+        t0 = time.monotonic()
+        _submit(jobs, env)
+        phase.extra["submit_s"] = round(time.monotonic() - t0, 1)
+        time.sleep(SETTLE_S)  # slurmctld's first scheduling passes over the new queue
+        latency = Latency(env)
+        stop = threading.Event()
+        sampler = threading.Thread(target=latency.run, args=(stop,))
+        sampler.start()
+        time.sleep(BASELINE_S)  # the user's sbatch before the daemon runs, as long as a few cycles
+        stop.set()
+        sampler.join()
+        baseline = [s for _, s in latency.times]
+        latency.times.clear()
+        state = work / "live-state.json"
+        (work / "live.toml").write_text(
+            f'model = "{model}"\ninterval = {interval}\nreact = 0\nstate_file = "{state}"\n'
+            f'[slurm]\nconf = "{cluster.conf}"\n[metrics]\nenabled = false\n')
+        stop = threading.Event()
+        sampler = threading.Thread(target=latency.run, args=(stop,))
+        started = time.monotonic()
+        proc = _daemon({"RLTUNE_CONFIG": str(work / "live.toml")})
+        sampler.start()
+        first_end: list[float] = []
+
+        def on_cycle(n: int) -> None:
+            if n == 1:
+                first_end.append(time.monotonic())
+            _progress(f"live: {jobs} pending", cycles)(n)
+
+        try:
+            _watch(proc, phase, state, cycles, on_cycle)
+            phase.extra["exit"] = proc.wait(timeout=600)
+        finally:
+            stop.set()
+            sampler.join()
+            if proc.poll() is None:
+                proc.kill()
+        end_first = first_end[0] if first_end else time.monotonic()
+        during_first = [s for t, s in latency.times if started <= t <= end_first]
+        stopped = phase.extra.get("stopped", {})
+        subprocess.run(["scancel", "-n", "latency"], env=env, check=False, capture_output=True)
+        site = subprocess.run(["sprio", "-h", "-o", "%S"], env=env, capture_output=True, text=True,
+                              check=False, cwd="/tmp").stdout.split()
+        phase.extra.update({
+            "pending_jobs": jobs, "interval": interval, "model": model,
+            "sbatch_before": _stats(baseline), "sbatch_during_first_cycle": _stats(during_first),
+            "sbatch_during_all_cycles": _stats([s for _, s in latency.times]),
+            "restore": {"restored_jobs": stopped.get("restored_jobs"),
+                        "not_restored": stopped.get("not_restored"),
+                        "seconds_from_sigterm": phase.extra.get("stop_s"),
+                        "site_factors_left": sum(1 for v in site if v.strip() not in ("0", "")),
+                        "state_jobs_left": _state_jobs(state)},
+            "latency_samples": [(round(t - started, 3), round(s, 4)) for t, s in latency.times],
+            "first_cycle_end_s": round(end_first - started, 3),
+        })
+    finally:
+        cluster.stop(purge=True)
+    return phase
+
+
+def _state_jobs(state: Path) -> int:
+    return len(json.loads(state.read_text())["jobs"]) if state.exists() else 0
+
+
+def _submit(n: int, env: dict[str, str]) -> None:
+    """``n`` pending 1-4 GPU jobs with time limits of 10 min to 5 h, four sbatch loops at once."""
+    script = ('for i in "$@"; do sbatch -o /dev/null -J "soak$i" --gres=gpu:$(( i % 4 + 1 )) '
+              '-t $(( i % 290 + 10 )) --wrap "sleep 60" > /dev/null || exit 1; done')
+    procs = []
+    for part in range(4):
+        ids = [str(i) for i in range(part, n, 4)]
+        procs.append(subprocess.Popen(["bash", "-c", script, "_", *ids], env=env, cwd="/tmp"))
+    for p in procs:
+        if p.wait() != 0:
+            raise UserError("sbatch failed while filling the soak queue (MaxJobCount?)")
+
+
+def plot(result: dict[str, Any], phases: list[Phase], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+    for phase, col in zip(phases, (0, 1), strict=False):
+        s = phase.samples
+        if not s:
+            continue
+        ax = axes[0][col]
+        ax.plot([x.cycle for x in s], [x.rss_kb / 1024 for x in s], label="resident memory (MB)")
+        ax.set_xlabel("cycle")
+        ax.set_ylabel("MB")
+        ax2 = ax.twinx()
+        ax2.plot([x.cycle for x in s], [x.fds for x in s], color="tab:orange", label="open fds")
+        ax2.set_ylabel("open file descriptors")
+        ax2.set_ylim(0, max(x.fds for x in s) * 1.5)
+        title = (f"{phase.name}: {phase.extra.get('sim_hours', '')} simulated h" if phase.name == "sim"
+                 else f"live: {phase.extra.get('pending_jobs')} pending jobs")
+        ax.set_title(f"{title}, {len(s)} cycles")
+        ax.legend(loc="lower left")
+        ax2.legend(loc="lower right")
+        ax = axes[1][col]
+        ax.plot([x.cycle for x in s], [x.state_bytes / 1024 for x in s])
+        ax.set_xlabel("cycle")
+        ax.set_ylabel("state file (KB)")
+    live = result.get("live", {})
+    samples = live.get("latency_samples") or []
+    if samples:
+        ax = axes[1][1].twinx()
+        ax.plot([t for t, _ in samples], [1000 * v for _, v in samples], ".", color="tab:red", markersize=3,
+                label="user sbatch (ms) vs seconds since the daemon started")
+        ax.axvline(live.get("first_cycle_end_s", 0), color="grey", linestyle="--")
+        ax.set_ylabel("sbatch latency (ms)")
+        ax.legend(loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def bench_soak(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="rltune-soak-"))
+    work.chmod(0o755)  # munged (its own user) keeps the local cluster's socket and log below it
+    phases: list[Phase] = []
+    result: dict[str, Any] = {"command": " ".join(["rltune", *sys.argv[1:]]), "model": args.model}
+    if args.sim_hours > 0:
+        phases.append(soak_sim(args.sim_hours, args.model, work))
+        result["sim"] = phases[-1].summary()
+    if args.live_jobs > 0:
+        phases.append(soak_live(args.live_jobs, args.live_cycles, args.model, args.interval, work))
+        result["live"] = phases[-1].summary()
+    result["samples"] = {p.name: [asdict(s) for s in p.samples] for p in phases}
+    (out / "soak.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    plot(result, phases, out / "soak.png")
+    short = {k: v for k, v in result.items() if k != "samples"}
+    for phase in short.values():
+        if isinstance(phase, dict):
+            phase.pop("latency_samples", None)
+    print_json(short)
+    ok = all(result[p.name].get("rss_flat") and result[p.name].get("fds_flat")
+             and not result[p.name]["errors"] for p in phases)
+    return 0 if ok else 1
+
+
+def register(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    s = bsub.add_parser("soak", help="run the daemon long (simulated day, then a 10,000-job live queue) and "
+                                      "watch memory, file descriptors, state file and users' sbatch")
+    s.add_argument("--sim-hours", type=float, default=24.0, help="simulated hours of --backend sim (0: skip)")
+    s.add_argument("--live-jobs", type=int, default=10_000, help="pending jobs on the local Slurm (0: skip)")
+    s.add_argument("--live-cycles", type=int, default=20, help="live cycles before SIGTERM")
+    s.add_argument("--interval", type=float, default=10.0, help="the live daemon's interval (seconds)")
+    s.add_argument("--model", default="models/testbed-multifactor", help="model directory the daemon runs")
+    s.add_argument("--out", default="runs/soak", help="directory for soak.json and soak.png")
+    s.set_defaults(func=bench_soak)
