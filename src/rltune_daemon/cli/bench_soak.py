@@ -224,6 +224,7 @@ def soak_live(jobs: int, cycles: int, model: str, interval: float, work: Path) -
         stop.set()
         sampler.join()
         baseline = [s for _, s in latency.times]
+        before = list(latency.times)
         latency.times.clear()
         state = work / "live-state.json"
         (work / "live.toml").write_text(
@@ -251,6 +252,13 @@ def soak_live(jobs: int, cycles: int, model: str, interval: float, work: Path) -
                 proc.kill()
         end_first = first_end[0] if first_end else time.monotonic()
         during_first = [s for t, s in latency.times if started <= t <= end_first]
+        # cycles as (start, end) since the daemon started: a user's sbatch while the daemon reads and
+        # writes, against while it sleeps (slurmctld's own passes over a big queue show in both)
+        spans = [(started + x.wall_s - x.cycle_s, started + x.wall_s) for x in phase.samples]
+        last = spans[-1][1] if spans else started
+
+        def inside(t: float) -> bool:
+            return any(a <= t <= b for a, b in spans)
         stopped = phase.extra.get("stopped", {})
         subprocess.run(["scancel", "-n", "latency"], env=env, check=False, capture_output=True)
         site = subprocess.run(["sprio", "-h", "-o", "%S"], env=env, capture_output=True, text=True,
@@ -259,12 +267,15 @@ def soak_live(jobs: int, cycles: int, model: str, interval: float, work: Path) -
             "pending_jobs": jobs, "interval": interval, "model": model,
             "sbatch_before": _stats(baseline), "sbatch_during_first_cycle": _stats(during_first),
             "sbatch_during_all_cycles": _stats([s for _, s in latency.times]),
+            "sbatch_inside_cycles": _stats([s for t, s in latency.times if inside(t)]),
+            "sbatch_between_cycles": _stats([s for t, s in latency.times if t <= last and not inside(t)]),
             "restore": {"restored_jobs": stopped.get("restored_jobs"),
                         "not_restored": stopped.get("not_restored"),
                         "seconds_from_sigterm": phase.extra.get("stop_s"),
                         "site_factors_left": sum(1 for v in site if v.strip() not in ("0", "")),
                         "state_jobs_left": _state_jobs(state)},
-            "latency_samples": [(round(t - started, 3), round(s, 4)) for t, s in latency.times],
+            "latency_samples": [(round(t - started, 3), round(s, 4)) for t, s in before + latency.times],
+            "cycle_spans_s": [(round(a - started, 3), round(b - started, 3)) for a, b in spans],
             "first_cycle_end_s": round(end_first - started, 3),
         })
     finally:
@@ -290,25 +301,27 @@ def _submit(n: int, env: dict[str, str]) -> None:
 
 
 def plot(result: dict[str, Any], phases: list[Phase], path: Path) -> None:
+    """Memory and fds per cycle, state file size per cycle, each phase; a user's sbatch over time."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+    fig, axes = plt.subplots(2, 3, figsize=(16, 8))
     for phase, col in zip(phases, (0, 1), strict=False):
         s = phase.samples
         if not s:
             continue
         ax = axes[0][col]
         ax.plot([x.cycle for x in s], [x.rss_kb / 1024 for x in s], label="resident memory (MB)")
+        ax.set_ylim(0, max(x.rss_kb for x in s) / 1024 * 1.15)
         ax.set_xlabel("cycle")
-        ax.set_ylabel("MB")
+        ax.set_ylabel("resident memory (MB)")
         ax2 = ax.twinx()
         ax2.plot([x.cycle for x in s], [x.fds for x in s], color="tab:orange", label="open fds")
         ax2.set_ylabel("open file descriptors")
-        ax2.set_ylim(0, max(x.fds for x in s) * 1.5)
-        title = (f"{phase.name}: {phase.extra.get('sim_hours', '')} simulated h" if phase.name == "sim"
+        ax2.set_ylim(0, max(x.fds for x in s) * 2)
+        title = (f"sim: {phase.extra.get('sim_hours', '')} simulated h" if phase.name == "sim"
                  else f"live: {phase.extra.get('pending_jobs')} pending jobs")
         ax.set_title(f"{title}, {len(s)} cycles")
         ax.legend(loc="lower left")
@@ -317,15 +330,26 @@ def plot(result: dict[str, Any], phases: list[Phase], path: Path) -> None:
         ax.plot([x.cycle for x in s], [x.state_bytes / 1024 for x in s])
         ax.set_xlabel("cycle")
         ax.set_ylabel("state file (KB)")
-    live = result.get("live", {})
-    samples = live.get("latency_samples") or []
+        ax.set_title(f"{phase.name}: state file size")
+    live = next((p for p in phases if p.name == "live"), None)
+    if live is not None and live.samples:
+        ax = axes[0][2]
+        ax.plot([x.cycle for x in live.samples], [x.cycle_s for x in live.samples], marker=".")
+        ax.set_ylim(0, max(x.cycle_s for x in live.samples) * 1.2)
+        ax.set_xlabel("cycle")
+        ax.set_ylabel("seconds")
+        ax.set_title("live: cycle time (read, plan, paced writes)")
+    samples = result.get("live", {}).get("latency_samples") or []
     if samples:
-        ax = axes[1][1].twinx()
-        ax.plot([t for t, _ in samples], [1000 * v for _, v in samples], ".", color="tab:red", markersize=3,
-                label="user sbatch (ms) vs seconds since the daemon started")
-        ax.axvline(live.get("first_cycle_end_s", 0), color="grey", linestyle="--")
-        ax.set_ylabel("sbatch latency (ms)")
-        ax.legend(loc="upper right")
+        ax = axes[1][2]
+        for a, b in result["live"].get("cycle_spans_s", []):
+            ax.axvspan(a, b, color="tab:blue", alpha=0.12, linewidth=0)
+        ax.plot([t for t, _ in samples], [1000 * v for _, v in samples], ".", color="tab:red", markersize=2)
+        ax.axvline(0, color="black", linestyle="--", linewidth=1)
+        ax.set_yscale("log")
+        ax.set_xlabel("seconds since the daemon started (shaded: its cycles)")
+        ax.set_ylabel("a user's sbatch (ms)")
+        ax.set_title("live: sbatch before and while the daemon runs")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -351,6 +375,7 @@ def bench_soak(args: argparse.Namespace) -> int:
     for phase in short.values():
         if isinstance(phase, dict):
             phase.pop("latency_samples", None)
+            phase.pop("cycle_spans_s", None)
     print_json(short)
     ok = all(result[p.name].get("rss_flat") and result[p.name].get("fds_flat")
              and not result[p.name]["errors"] for p in phases)
