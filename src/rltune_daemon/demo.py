@@ -144,7 +144,7 @@ class Demo:
     def write_config(self) -> str:
         model = find_model()
         self.config.write_text(
-            f'interval = 3\nbase_policy = "{fallback_policy(model)}"\nmodel = "{model}"\n'
+            f'interval = 5\nbase_policy = "{fallback_policy(model)}"\nmodel = "{model}"\n'
             f'state_file = "{self.work / "state.json"}"\n[slurm]\nconf = "{self.cluster.conf}"\n'
             '[metrics]\nenabled = false\n[log]\nlevel = "info"\n'
         )
