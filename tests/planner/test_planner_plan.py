@@ -214,10 +214,14 @@ def _captured_slurm_snapshot() -> Snapshot:
     from rltune_daemon.slurm.parse import parse_sinfo_nodes, parse_sprio, parse_squeue_jobs, parse_squeue_tres
 
     d = Path(__file__).resolve().parents[1] / "fixtures" / "slurm" / "captured"
-    jobs = parse_squeue_jobs((d / "squeue_jobs.txt").read_text())
-    tres = parse_squeue_tres((d / "squeue_tres.txt").read_text())
-    prio = parse_sprio((d / "sprio.txt").read_text())
-    nodes = parse_sinfo_nodes((d / "sinfo_nodes.txt").read_text())
+
+    def read(name: str) -> str:  # as the reader decodes Slurm's output: one character per byte
+        return (d / name).read_bytes().decode("latin-1")
+
+    jobs = parse_squeue_jobs(read("squeue_jobs.txt"))
+    tres = parse_squeue_tres(read("squeue_tres.txt"))
+    prio = parse_sprio(read("sprio.txt"))
+    nodes = parse_sinfo_nodes(read("sinfo_nodes.txt"))
     by_job: dict[str, list] = {}  # type: ignore[type-arg]
     for rec in prio.records:
         by_job.setdefault(rec.job_id, []).append(rec)
