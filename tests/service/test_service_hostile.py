@@ -181,3 +181,32 @@ def test_daemon_ranks_hostile_jobs_by_their_real_values_and_logs_the_unreadable_
     assert restore.ok, restore
     assert all(site == 0 for _, site in c.sprio().values())
     assert d.state.jobs == {}
+
+
+ADMIN_QOS = ("q|9|2026-01-01T00:00:00", "q\n1|PENDING|", "q x", "q-ü✓")
+
+
+def test_qos_names_an_admin_chose_stay_in_their_field(slurmdbd_cluster: SlurmTestCluster) -> None:
+    """With accounting, QoS names are whatever the admin gave sacctmgr: '|', a newline, spaces, UTF-8."""
+    c = slurmdbd_cluster
+    c.cancel_all()
+    names = ",".join(ADMIN_QOS)
+    for q in ADMIN_QOS:
+        c.run("sacctmgr", "-i", "add", "qos", q)
+    c.run("sacctmgr", "-i", "modify", "user", "root", "set", f"qos+={names}")
+    try:
+        c.fill_gpus()
+        jobs = {c.submit("--qos", q, "--gres=gpu:1", "-t", str(20 + k)): q for k, q in enumerate(ADMIN_QOS)}
+        c.wait_in_sprio(*jobs)
+        snap = c.reader().read()
+        seen = {j.id: j for j in snap.pending}
+        truth = _truth(c)
+        for job_id, q in jobs.items():
+            assert seen[job_id].qos == truth[job_id]["qos"] and truth[job_id]["qos"].lower() == q.lower()
+            assert seen[job_id].time_limit == truth[job_id]["time_limit"] * 60
+            assert seen[job_id].submit == truth[job_id]["submit_time"]
+    finally:
+        c.cancel_all()
+        c.run("sacctmgr", "-i", "modify", "user", "root", "set", f"qos-={names}", check=False)
+        for q in ADMIN_QOS:
+            c.run("sacctmgr", "-i", "delete", "qos", q, check=False)
