@@ -139,6 +139,20 @@ class SlurmTestCluster:
         self.blockers = ids
         return ids
 
+    def strand_one_p100(self) -> None:
+        """Every GPU busy but one on p100-2 and both on k80-2: an any-GPU job placed by Slurm's best fit
+        takes the last P100 and strands a P100 job, where the MILP puts it on k80-2 (placement tests)."""
+        for node, gres in (("p100-1", "gpu:p100:4"), ("p100-2", "gpu:p100:3"), ("k80-1", "gpu:k80:2"),
+                           ("m40-1", "gpu:m40:1")):
+            self.wait_state(self.submit("-w", node, f"--gres={gres}", "-t", "60"), "RUNNING")
+
+    def reserve_free_gpus(self, name: str, minutes: int = 60) -> None:
+        """The free GPUs of ``strand_one_p100`` reserved for another user: jobs pend there until
+        ``name`` is deleted, so the daemon writes before Slurm can start anything."""
+        self.run("scontrol", "delete", f"ReservationName={name}", check=False)
+        self.scontrol("create", "reservation", f"ReservationName={name}", f"Users={TEST_USER}",
+                      "Nodes=p100-2,k80-2", "StartTime=now", f"Duration={minutes}", "Flags=IGNORE_JOBS")
+
     def cancel(self, *job_ids: str) -> None:
         if job_ids:
             self.run("scancel", *job_ids, check=False)

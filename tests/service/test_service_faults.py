@@ -45,12 +45,8 @@ def scene(slurm_cluster: SlurmTestCluster, tmp_path_factory: pytest.TempPathFact
           ) -> Iterator[tuple[SlurmTestCluster, FaultBin, list[str]]]:
     c = slurm_cluster
     c.cancel_all()
-    c.run("scontrol", "delete", f"ReservationName={RESERVATION}", check=False)
-    for node, gres in (("p100-1", "gpu:p100:4"), ("p100-2", "gpu:p100:3"), ("k80-1", "gpu:k80:2"),
-                       ("m40-1", "gpu:m40:1")):
-        c.wait_state(c.submit("-w", node, f"--gres={gres}", "-t", "60"), "RUNNING")
-    c.scontrol("create", "reservation", f"ReservationName={RESERVATION}", f"Users={TEST_USER}",
-               "Nodes=p100-2,k80-2", "StartTime=now", "Duration=120", "Flags=IGNORE_JOBS")
+    c.strand_one_p100()
+    c.reserve_free_gpus(RESERVATION, minutes=120)
     jobs = [c.submit("--gres=gpu:1", "-t", "2"), c.submit("--gres=gpu:p100:1", "-t", "3")]
     for k, (gres, minutes) in enumerate((("gpu:k80:2", 40), ("gpu:2", 20), ("gpu:p100:4", 90),
                                          ("gpu:1", 15), ("gpu:m40:1", 30), ("gpu:k80:1", 25))):

@@ -26,7 +26,7 @@ from rltune_daemon.service.loop import Daemon
 from rltune_daemon.service.metrics import Metrics
 from rltune_daemon.service.statefile import StateFile
 from rltune_daemon.slurm.formats import expand_hostlist
-from slurm_fixtures import TEST_USER, SlurmTestCluster
+from slurm_fixtures import SlurmTestCluster
 
 pytestmark = pytest.mark.slurm
 RESERVATION = "rltune-milp-hold"
@@ -38,18 +38,14 @@ def scene(slurm_cluster: SlurmTestCluster) -> Iterator[SlurmTestCluster]:
     c = slurm_cluster
     c.cancel_all()
     c.run("scontrol", "delete", f"ReservationName={RESERVATION}", check=False)
-    for node, gres in (("p100-1", "gpu:p100:4"), ("p100-2", "gpu:p100:3"), ("k80-1", "gpu:k80:2"),
-                       ("m40-1", "gpu:m40:1")):
-        c.wait_state(c.submit("-w", node, f"--gres={gres}", "-t", "60"), "RUNNING")
+    c.strand_one_p100()
     yield c
     c.run("scontrol", "delete", f"ReservationName={RESERVATION}", check=False)
     c.cancel_all()
 
 
 def _hold(c: SlurmTestCluster) -> None:
-    c.run("scontrol", "delete", f"ReservationName={RESERVATION}", check=False)
-    c.scontrol("create", "reservation", f"ReservationName={RESERVATION}", f"Users={TEST_USER}",
-               "Nodes=p100-2,k80-2", "StartTime=now", "Duration=60", "Flags=IGNORE_JOBS")
+    c.reserve_free_gpus(RESERVATION)
 
 
 def _release(c: SlurmTestCluster) -> None:

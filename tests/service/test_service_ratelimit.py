@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+from itertools import pairwise
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,7 +30,8 @@ from slurm_fixtures import TEST_USER, SlurmTestCluster
 
 pytestmark = pytest.mark.slurm
 BUCKET, REFILL, PERIOD = 20, 10, 1
-PARAMS = f"SlurmctldParameters=rl_enable,rl_bucket_size={BUCKET},rl_refill_rate={REFILL},rl_refill_period={PERIOD}"
+PARAMS = (f"SlurmctldParameters=rl_enable,rl_bucket_size={BUCKET},rl_refill_rate={REFILL},"
+          f"rl_refill_period={PERIOD}")
 
 
 def _rpcs(c: SlurmTestCluster, user: str) -> int:
@@ -91,7 +93,7 @@ def _slurm_would_refuse(samples: list[tuple[float, int]]) -> list[str]:
     """Replay Slurm's bucket over (time, cumulative RPCs) samples: the moments it would run dry."""
     tokens, last_refill = float(BUCKET), math.floor(samples[0][0])
     problems = []
-    for (t0, n0), (t1, n1) in zip(samples, samples[1:], strict=False):
+    for (t0, n0), (t1, n1) in pairwise(samples):
         sec = math.floor(t1)
         periods = (sec - last_refill) // PERIOD
         if periods > 0:
@@ -145,7 +147,7 @@ def test_an_operator_daemon_stays_inside_slurms_rpc_rate_limit(operator: SlurmTe
     order = sorted(jobs, key=lambda j: -prio[j][0])
     rank = {j: k for k, j in enumerate(jobs[::-1])}  # shortest first
     # Slurm's order is the plan's, up to the age factor slurmdbd recomputes every minute (+1 here and there)
-    assert sum(rank[a] > rank[b] for a, b in zip(order, order[1:], strict=False)) <= 3
+    assert sum(rank[a] > rank[b] for a, b in pairwise(order)) <= 3
     used = samples[-1][1] - before
     assert used > BUCKET  # more RPCs than one bucket: without pacing they would have come in one burst
     assert not _slurm_would_refuse(samples)

@@ -286,13 +286,19 @@ def _five(meta: dict[str, str]) -> list[JobUpdate]:
     return [JobUpdate(meta[k], site_factor=10 + i) for i, k in enumerate(jobs)]
 
 
-def test_batches_of_write_batch_lines_paced_at_write_rate(snap: Snapshot, meta: dict[str, str],
-                                                          tmp_path: Path) -> None:
+def _paced(tmp_path: Path, rate: float) -> tuple[FakeBin, _Clock, SlurmWriter]:
+    """A writer sending batches of 2 lines at ``rate`` lines/s to a fake scontrol, on a fake clock."""
     fake = FakeBin(tmp_path)
     _scontrol(fake)
     clock = _Clock()
-    writer = SlurmWriter(SlurmRunner(bin_dir=str(fake.path)), batch=2, rate=4.0, clock=clock,
+    writer = SlurmWriter(SlurmRunner(bin_dir=str(fake.path)), batch=2, rate=rate, clock=clock,
                          sleep=clock.sleep)
+    return fake, clock, writer
+
+
+def test_batches_of_write_batch_lines_paced_at_write_rate(snap: Snapshot, meta: dict[str, str],
+                                                          tmp_path: Path) -> None:
+    fake, clock, writer = _paced(tmp_path, 4.0)
     res = writer.apply(snap, _five(meta))
     assert [c for c in fake.calls() if c != "scontrol ping"] == ["scontrol "] * 3  # 2 + 2 + 1 lines
     assert len(res.applied) == 5
@@ -301,11 +307,7 @@ def test_batches_of_write_batch_lines_paced_at_write_rate(snap: Snapshot, meta: 
 
 def test_a_stop_between_batches_leaves_the_rest_unsent(snap: Snapshot, meta: dict[str, str],
                                                        tmp_path: Path) -> None:
-    fake = FakeBin(tmp_path)
-    _scontrol(fake)
-    clock = _Clock()
-    writer = SlurmWriter(SlurmRunner(bin_dir=str(fake.path)), batch=2, rate=1.0, clock=clock,
-                         sleep=clock.sleep)
+    _, clock, writer = _paced(tmp_path, 1.0)
     res = writer.apply(snap, _five(meta), should_stop=lambda: clock.t > 0.5)
     assert len(res.applied) == 2 and len(res.refused) == 3
     assert all("not sent" in r.reason for r in res.results if r.status is S.REFUSED)
