@@ -20,8 +20,8 @@ import sys
 import tempfile
 import threading
 import time
-from itertools import pairwise
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
