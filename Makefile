@@ -10,7 +10,7 @@ DEB_PKGS := slurmctld slurmd slurm-client munge prometheus
 TEST_DEB_PKGS := slurmdbd mariadb-server
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: setup system-deps test-deps debs demo test lint typecheck unit bench clean
+.PHONY: setup system-deps test-deps debs demo test lint typecheck unit fuzz soak bench clean
 
 setup: $(STAMP) system-deps
 
@@ -53,6 +53,16 @@ unit: $(STAMP)
 
 test: setup test-deps lint typecheck
 	$(BIN)/pytest -q -n $(NPROC) --durations=15
+
+# hypothesis fuzzing of every Slurm-output parser and trace loader at 10,000 examples each (make test runs 300)
+fuzz: $(STAMP)
+	RLTUNE_FUZZ_EXAMPLES=10000 $(BIN)/pytest -q -p no:cacheprovider -n $(NPROC) tests/fuzz
+
+# the daemon run long: 24 simulated hours through --backend sim, then (root) 10,000 pending jobs on the
+# local Slurm for 40 live cycles; memory, fds, state file, users' sbatch, restore -> docs/results/soak
+soak: setup
+	$(BIN)/rltune bench soak --sim-hours 24 --live-jobs $$([ "$$(id -u)" = 0 ] && echo 10000 || echo 0) \
+	  --live-cycles 40 --out docs/results/soak
 
 bench: $(STAMP)
 	$(BIN)/rltune bench sim --trace philly --policy fcfs

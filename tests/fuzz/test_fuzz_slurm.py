@@ -4,6 +4,7 @@ records rendered exactly as squeue/sprio print them, hostile text included, come
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 from fuzz_settings import fuzz
@@ -44,10 +45,8 @@ raw_output = st.one_of(
 
 def _parse_all(text: str) -> None:
     for parser in (parse_squeue_jobs, parse_squeue_tres, parse_sprio, parse_sinfo_nodes, parse_job_states):
-        try:
+        with contextlib.suppress(DOCUMENTED):
             parser(text)
-        except DOCUMENTED:
-            pass
 
 
 @fuzz
@@ -75,8 +74,10 @@ def job_records(draw: st.DrawFn) -> dict[str, str]:
         "%D": str(draw(st.integers(min_value=1, max_value=64))), "%C": str(draw(st.integers(1, 512))),
         "%m": draw(st.sampled_from(["1000M", "8G", "0"])),
         "%b": draw(st.sampled_from(["gres:gpu:p100:1", "N/A", "gres:gpu:2"])), "%h": "OK",
-        "%N": draw(st.sampled_from(["", "p100-[1-2]"])), "%n": "", "%x": draw(st.sampled_from(["", "k80-1"])),
-        "%u": draw(hostile), "%a": draw(hostile), "%P": draw(hostile), "%q": draw(hostile), "%r": draw(hostile),
+        "%N": draw(st.sampled_from(["", "p100-[1-2]"])), "%n": "",
+        "%x": draw(st.sampled_from(["", "k80-1"])),
+        "%u": draw(hostile), "%a": draw(hostile), "%P": draw(hostile), "%q": draw(hostile),
+        "%r": draw(hostile),
     }
 
 
@@ -134,7 +135,8 @@ def test_sprio_records_round_trip(rows: list[tuple[int, int, int, str]]) -> None
                    for i, p, s, part in rows)
     parsed = parse_sprio(text)
     kept = [(i, p, s, part) for i, p, s, part in rows if _utf8_fits(part, SPRIO_TEXT_FIELDS[0][1])]
-    assert [(int(r.job_id), r.priority, r.site_factor) for r in parsed.records] == [(i, p, s) for i, p, s, _ in kept]
+    got = [(int(r.job_id), r.priority, r.site_factor) for r in parsed.records]
+    assert got == [(i, p, s) for i, p, s, _ in kept]
     assert [r.partition for r in parsed.records] == [_expected_text(part) for *_, part in kept]
 
 
@@ -158,11 +160,12 @@ def test_scontrol_answers_map_to_a_status_per_sent_job(stderr: str, ids: list[in
         assert {r.status for r in out} == {UpdateStatus.UNKNOWN}
 
 
+SACCT_HEADER = "JobID|User|Submit|Start|End|ReqTRES|AllocTRES|Timelimit|State"
+sacct_rows = st.lists(st.text(alphabet="|0123456789:-TN/Acpu=,gres/gpu", max_size=40), max_size=5)
+
+
 @fuzz
-@given(st.one_of(st.text(max_size=300), st.lists(st.text(alphabet="|0123456789:-TN/Acpu=,gres/gpu", max_size=40),
-                                                  max_size=5).map(lambda ls: "\n".join(
-                                                      ["JobID|User|Submit|Start|End|ReqTRES|AllocTRES|Timelimit|State",
-                                                       *ls]))))
+@given(st.one_of(st.text(max_size=300), sacct_rows.map(lambda ls: "\n".join([SACCT_HEADER, *ls]))))
 def test_sacct_history_gives_runs_or_a_parse_error(text: str) -> None:
     try:
         runs = parse_history(text)

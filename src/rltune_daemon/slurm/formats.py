@@ -5,10 +5,14 @@ Every parser raises ``ValueError`` with a short description; callers add file/li
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime
 
 UNLIMITED = float("inf")
+MAX_HOSTS = 1_000_000
+"""Most names one host list may expand to: past any real cluster, and ``a[1-99999999999]`` must be an
+error, not an attempt to build 10^11 strings."""
 
 _DURATION = re.compile(r"^(?:(?P<d>\d+)-)?(?:(?P<a>\d+):)?(?:(?P<b>\d+):)?(?P<c>\d+(?:\.\d+)?)$")
 
@@ -23,19 +27,24 @@ def parse_duration(text: str) -> float:
     if not m:
         raise ValueError(f"not a Slurm duration: {text!r}")
     d, a, b, c = m.group("d"), m.group("a"), m.group("b"), m.group("c")
-    days = int(d) if d else 0
     if d is not None:
-        # D-HH[:MM[:SS]]
+        # D-HH[:MM[:SS]]; the day count as a float, since an int of hundreds of digits cannot be added
+        # to the float hours (OverflowError) and a huge count must end in the range check below
         parts = [p for p in (a, b, c) if p is not None]
         hh = float(parts[0])
         mm = float(parts[1]) if len(parts) > 1 else 0.0
         ss = float(parts[2]) if len(parts) > 2 else 0.0
-        return days * 86400 + hh * 3600 + mm * 60 + ss
-    if a is None and b is None:
-        return float(c) * 60.0  # bare number = minutes
-    if b is None:
-        return float(a or 0) * 60 + float(c)  # MM:SS
-    return float(a or 0) * 3600 + float(b) * 60 + float(c)  # HH:MM:SS
+        out = float(d) * 86400 + hh * 3600 + mm * 60 + ss
+    elif a is None and b is None:
+        out = float(c) * 60.0  # bare number = minutes
+    elif b is None:
+        out = float(a or 0) * 60 + float(c)  # MM:SS
+    else:
+        out = float(a or 0) * 3600 + float(b) * 60 + float(c)  # HH:MM:SS
+    if not math.isfinite(out):
+        # only the words UNLIMITED/INFINITE mean "no limit"; digits past a float are a corrupt value
+        raise ValueError(f"Slurm duration out of range: {text[:40]!r}")
+    return out
 
 
 def short_duration(seconds: float, minute_decimals: int = 0) -> str:
@@ -50,9 +59,12 @@ def short_duration(seconds: float, minute_decimals: int = 0) -> str:
 
 
 def format_duration(seconds: float) -> str:
-    """Inverse of ``parse_duration`` (``D-HH:MM:SS``), for tables and sbatch ``--time``."""
+    """Inverse of ``parse_duration`` (``D-HH:MM:SS``), for tables and sbatch ``--time``. Negative, NaN
+    and -inf have no Slurm form: ``ValueError``."""
     if seconds == UNLIMITED:
         return "UNLIMITED"
+    if not seconds >= 0 or not math.isfinite(seconds):
+        raise ValueError(f"no Slurm duration for {seconds!r} seconds")
     total = round(seconds)
     d, rem = divmod(total, 86400)
     h, rem = divmod(rem, 3600)
@@ -68,7 +80,8 @@ def parse_timestamp(text: str) -> float | None:
         return None
     try:
         return datetime.fromisoformat(s).timestamp()
-    except ValueError as exc:
+    except (ValueError, OverflowError, OSError) as exc:
+        # OverflowError/OSError: a date the platform's local-time conversion cannot place (year 1, 9999)
         raise ValueError(f"not a Slurm timestamp: {text!r}") from exc
 
 
@@ -76,14 +89,17 @@ _MEM_UNITS = {"K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0 * 1024.0}
 
 
 def parse_memory_mb(text: str) -> int:
-    """MB from ``1000M``, ``8G``, ``62.50G``, ``512`` (MB)."""
+    """MB from ``1000M``, ``8G``, ``62.50G``, ``512`` (MB). Negative, NaN and amounts past int64 (the
+    dtype every caller stores them in) are a ``ValueError``: ``round`` raises OverflowError on inf, and
+    no node or job has negative memory."""
     s = text.strip().upper()
     if not s:
         raise ValueError("empty memory value")
     unit = s[-1]
-    if unit in _MEM_UNITS:
-        return round(float(s[:-1]) * _MEM_UNITS[unit])
-    return round(float(s))
+    value = float(s[:-1]) * _MEM_UNITS[unit] if unit in _MEM_UNITS else float(s)
+    if not 0 <= value < 2.0**63:
+        raise ValueError(f"memory must be >= 0 and below 2^63 MB, got {text[:40]!r}")
+    return round(value)
 
 
 def parse_tres(text: str) -> dict[str, str]:
@@ -110,7 +126,12 @@ def gpus_from_tres(tres: dict[str, str]) -> tuple[int, tuple[str, ...]]:
     for key, value in tres.items():
         if key.startswith("gres/gpu:"):
             types.append(key.split(":", 1)[1])
-            typed_total += int(value)
+            count = int(value)
+            if count < 0:
+                raise ValueError(f"negative GPU count {key}={value}")
+            typed_total += count
+    if total < 0:
+        raise ValueError(f"negative GPU count gres/gpu={tres['gres/gpu']}")
     return max(total, typed_total), tuple(sorted(types))
 
 
@@ -157,29 +178,39 @@ def _split_top_level(s: str, opening: str = "(", closing: str = ")") -> list[str
 
 
 _HOST_RANGE = re.compile(r"^(?P<prefix>[^\[\]]*)\[(?P<body>[^\]]+)\](?P<suffix>.*)$")
+# one range item: ASCII digits only, as Slurm prints them (int() would also read "٣" as 3 and rename
+# node "n٣" to "n3")
+_RANGE_ITEM = re.compile(r"(?P<lo>[0-9]+)(?:-(?P<hi>[0-9]+))?")
+_NUMBERED = re.compile(r"(.*?)([0-9]+)")
 
 
 def expand_hostlist(text: str) -> list[str]:
     """``p100-[1-2],k80-1`` -> ``['p100-1', 'p100-2', 'k80-1']`` (one bracket group per name, as Slurm
-    prints node lists; zero padding kept)."""
+    prints node lists; zero padding kept). A bracket item that is not ``N`` or ``LO-HI`` (LO <= HI), or
+    a list of more than ``MAX_HOSTS`` names, is a ``ValueError``."""
     s = text.strip()
     if not s or s in {"(null)", "N/A"}:
         return []
     out: list[str] = []
     for item in _split_brackets(s):
-        m = _HOST_RANGE.match(item)
+        m = _HOST_RANGE.fullmatch(item)
         if not m:
             out.append(item)
             continue
         prefix, body, suffix = m.group("prefix"), m.group("body"), m.group("suffix")
         for part in body.split(","):
-            lo, _, hi = part.partition("-")
-            if not hi:
+            r = _RANGE_ITEM.fullmatch(part)
+            if r is None:
+                raise ValueError(f"bad host range {part!r} in {text[:80]!r}")
+            lo, hi = r.group("lo"), r.group("hi")
+            if hi is None:
                 out.append(f"{prefix}{lo}{suffix}")
                 continue
+            first, last = int(lo), int(hi)
+            if last < first or len(out) + last - first >= MAX_HOSTS:
+                raise ValueError(f"bad host range {part!r} (empty, or over {MAX_HOSTS:,} names)")
             width = len(lo)
-            for k in range(int(lo), int(hi) + 1):
-                out.append(f"{prefix}{k:0{width}d}{suffix}")
+            out += [f"{prefix}{k:0{width}d}{suffix}" for k in range(first, last + 1)]
     return out
 
 
@@ -192,7 +223,7 @@ def compress_hostlist(names: list[str]) -> str:
     groups: dict[str, list[tuple[int, str]]] = {}
     plain: list[str] = []
     for n in names:
-        m = re.match(r"^(.*?)(\d+)$", n)
+        m = _NUMBERED.fullmatch(n)
         if m:
             groups.setdefault(m.group(1), []).append((int(m.group(2)), m.group(2)))
         else:

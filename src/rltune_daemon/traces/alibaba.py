@@ -40,6 +40,8 @@ from rltune_daemon.domain.workload import Workload
 from rltune_daemon.errors import InputFileError
 from rltune_daemon.traces.assemble import RawJobs, assemble
 from rltune_daemon.traces.context import LoadContext
+from rltune_daemon.traces.limits import MAX_COUNT, parse_count, too_many_gpu_types
+from rltune_daemon.traces.options import MAX_JOBS, MAX_USERS
 from rltune_daemon.traces.resources import data_text, file_text, lines
 from rltune_daemon.traces.sampling import (
     correlated_uniforms,
@@ -77,22 +79,44 @@ def cluster(
     text: str | None = None, fraction: float = DEFAULT_SLICE, path: str = MACHINE_FILE
 ) -> ClusterSpec:
     """``fraction`` of each (type, CPUs, memory, GPUs) machine group, >= 1 node per GPU type."""
-    reader = csv.DictReader(lines(text if text is not None else data_text(MACHINE_FILE)))
+    reader = csv.reader(lines(text if text is not None else data_text(MACHINE_FILE)))
     shapes: Counter[tuple[str, int, int, int]] = Counter()
-    for r in reader:
-        try:
-            key = (
-                r["gpu_type"].strip().lower(),
-                int(r["cap_cpu"]),
-                int(float(r["cap_mem"]) * 1024),
-                int(r["cap_gpu"]),
-            )
-        except (KeyError, ValueError, AttributeError):
-            raise InputFileError(
-                path, reader.line_num, "want machine,gpu_type,cap_cpu,cap_mem,cap_gpu"
-            ) from None
-        if key[3] > 0 and key[0] != "cpu":
-            shapes[key] += 1
+    columns = "want machine,gpu_type,cap_cpu,cap_mem,cap_gpu"
+    try:
+        header = [h.strip() for h in next(reader, None) or []]
+        col = {h: i for i, h in enumerate(header)}
+        end = reader.line_num
+        for row in reader:
+            line, end = end + 1, reader.line_num
+            if not any(cell.strip() for cell in row):
+                continue
+            try:
+                # as many fields as the header: a short row has no value to read, a long one (an
+                # unquoted ',') would shift every later field
+                if len(row) != len(header):
+                    raise ValueError(f"expected {len(header)} fields, got {len(row)}")
+                mem_gb = float(row[col["cap_mem"]])
+                if not 0 <= mem_gb * 1024 <= MAX_COUNT:
+                    raise ValueError(f"cap_mem (GB) must be between 0 and {MAX_COUNT // 1024:,}")
+                key = (
+                    row[col["gpu_type"]].strip().lower(),
+                    parse_count(row[col["cap_cpu"]], "cap_cpu"),
+                    int(mem_gb * 1024),
+                    parse_count(row[col["cap_gpu"]], "cap_gpu"),
+                )
+            except (KeyError, ValueError) as exc:
+                problem = f"missing column {exc}" if isinstance(exc, KeyError) else str(exc)
+                raise InputFileError(path, line, columns, problem) from None
+            if key[3] > 0 and key[0] != "cpu":
+                shapes[key] += 1
+    except csv.Error as exc:  # e.g. a field past csv.field_size_limit(): an unclosed quote
+        raise InputFileError(path, reader.line_num, f"not a readable CSV: {exc}") from None
+    # an empty cluster would leave the job generator without GPUs to size its arrival rate by
+    if not shapes:
+        raise InputFileError(path, None, "no GPU machine (cap_gpu > 0, gpu_type not CPU)", columns)
+    problem = too_many_gpu_types(k[0] for k in shapes)
+    if problem:
+        raise InputFileError(path, None, problem)
     nodes: list[NodeSpec] = []
     for gtype in sorted({k[0] for k in shapes}):
         group = sorted((k for k in shapes if k[0] == gtype), key=lambda k: (-shapes[k], k))
@@ -203,11 +227,11 @@ def _normal_quantile(p: np.ndarray) -> np.ndarray:
 
 
 def load(ctx: LoadContext) -> Workload:
-    n = ctx.opts.integer("jobs", DEFAULT_JOBS, lo=1)
+    n = ctx.opts.integer("jobs", DEFAULT_JOBS, lo=1, hi=MAX_JOBS)
     fraction = ctx.opts.number("slice", DEFAULT_SLICE, lo=1e-4, hi=1.0)
     target = ctx.opts.number("load", DEFAULT_LOAD, lo=1e-3, hi=10.0)
     rate = ctx.opts.number("rate", math.nan, lo=1e-9)
-    users = ctx.opts.integer("users", 0, lo=0)
+    users = ctx.opts.integer("users", 0, lo=0, hi=MAX_USERS)
     machines = ctx.opts.text("machines")
     cap = ctx.opts.seconds("max_time", ctx.default_cap)
     ctx.opts.finish()

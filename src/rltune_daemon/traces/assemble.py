@@ -97,15 +97,25 @@ def drop_cpu_only(raw: RawJobs, resource: str) -> RawJobs:
 
 
 def unique_ids(ids: list[str]) -> tuple[list[str], int]:
-    """Ids made unique by suffixing repeats with ``#2``, ``#3``... (logs list requeued jobs twice)."""
-    seen: dict[str, int] = {}
+    """Ids made unique by suffixing repeats with ``#2``, ``#3``... (logs list requeued jobs twice),
+    skipping suffixed names that are ids of their own in the log: ``7, 7, 7#2`` gives ``7, 7#3, 7#2``,
+    so that every id the log gives once stays that job's id and no two jobs share one."""
+    taken = set(ids)
+    used: set[str] = set()
+    last: dict[str, int] = {}
     out: list[str] = []
     renamed = 0
     for jid in ids:
-        count = seen.get(jid, 0) + 1
-        seen[jid] = count
-        renamed += count > 1
-        out.append(f"{jid}#{count}" if count > 1 else jid)
+        new = jid
+        if jid in used:
+            renamed += 1
+            k = last.get(jid, 1)
+            while new in used or new in taken:
+                k += 1
+                new = f"{jid}#{k}"
+            last[jid] = k
+        used.add(new)
+        out.append(new)
     return out, renamed
 
 

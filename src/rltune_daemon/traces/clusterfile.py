@@ -3,8 +3,9 @@
 Two formats, detected from the content:
 
 * a small CSV, one row per node group: ``prefix,count,gpu_type,gpus,cpus,mem_mb[,partition]``
-  (header optional; nodes are named ``<prefix>-1 .. <prefix>-<count>``; ``partition`` may list several
-  names separated by ``|``; without it every node is in one partition ``default``);
+  (header optional; rows whose first cell starts with ``#`` are comments; nodes are named
+  ``<prefix>-1 .. <prefix>-<count>``; ``partition`` may list several names separated by ``|``;
+  without it every node is in one partition ``default``);
 * a capture of ``scontrol -o show node`` (one ``NodeName=...`` line per node; ``Gres=gpu:TYPE:N``,
   ``CPUTot``, ``RealMemory``, ``Partitions``), optionally followed by ``scontrol -o show partition``
   lines, whose ``PriorityTier``/``PriorityJobFactor`` and ``Default=YES`` (listed first) are kept.
@@ -22,7 +23,8 @@ from pathlib import Path
 from rltune_daemon.domain.cluster import DEFAULT_PARTITION, ClusterSpec, NodeSpec, PartitionSpec
 from rltune_daemon.errors import InputFileError
 from rltune_daemon.slurm.formats import parse_gres_gpu
-from rltune_daemon.traces.resources import file_text, lines
+from rltune_daemon.traces.limits import MAX_COUNT, MAX_NODES, bounded, parse_count, shown, too_many_gpu_types
+from rltune_daemon.traces.resources import file_text, lines, text_lines
 
 CSV_COLUMNS = ("prefix", "count", "gpu_type", "gpus", "cpus", "mem_mb", "partition")
 UNTYPED_GPU = "gpu"
@@ -41,13 +43,21 @@ def parse_csv(text: str, path: str, name: str = "cluster") -> ClusterSpec:
     groups: list[tuple[int, str, int, str, int, int, int, tuple[str, ...]]] = []
     reader = csv.reader(lines(text))
     has_partitions = False
-    for row in reader:
+    total = 0
+    rows: list[tuple[int, list[str]]] = []  # with the line each starts on: quoted fields span lines
+    try:
+        end = reader.line_num
+        for row in reader:
+            rows.append((end + 1, row))
+            end = reader.line_num
+    except csv.Error as exc:  # e.g. a field past csv.field_size_limit(): an unclosed quote
+        raise InputFileError(path, reader.line_num, f"not a readable CSV: {exc}") from None
+    for line, row in rows:
         cells = [c.strip() for c in row]
         if not cells or not any(cells) or cells[0].startswith("#"):
             continue
-        if cells[0].lower() == "prefix":
-            continue  # header
-        line = reader.line_num
+        if [c.lower() for c in cells] == list(CSV_COLUMNS[: len(cells)]):
+            continue  # the header; only the whole row tells it from a group whose prefix is "prefix"
         if len(cells) not in (6, 7):
             raise InputFileError(
                 path,
@@ -61,6 +71,11 @@ def parse_csv(text: str, path: str, name: str = "cluster") -> ClusterSpec:
             raise InputFileError(path, line, "count, gpus, cpus and mem_mb must be integers") from None
         if count < 1 or gpus < 0 or cpus < 1 or mem < 0:
             raise InputFileError(path, line, "need count >= 1, gpus >= 0, cpus >= 1, mem_mb >= 0")
+        if max(gpus, cpus, mem) > MAX_COUNT:  # the simulator's int64 columns
+            raise InputFileError(path, line, f"gpus, cpus and mem_mb must be at most {MAX_COUNT:,}")
+        total += count
+        if total > MAX_NODES:  # checked before the nodes are built one by one
+            raise InputFileError(path, line, f"more than {MAX_NODES:,} nodes")
         if not cells[0]:
             raise InputFileError(path, line, "empty node name prefix")
         parts = tuple(p.strip() for p in cells[6].split("|") if p.strip()) if len(cells) == 7 else ()
@@ -96,7 +111,7 @@ def parse_scontrol(text: str, path: str, name: str = "cluster") -> ClusterSpec:
     parts: dict[str, PartitionSpec] = {}
     default_part = ""
     order: list[str] = []
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    for lineno, raw in enumerate(text_lines(text), start=1):
         line = raw.strip()
         if not line:
             continue
@@ -105,11 +120,11 @@ def parse_scontrol(text: str, path: str, name: str = "cluster") -> ClusterSpec:
             try:
                 parts[kv["PartitionName"]] = PartitionSpec(
                     kv["PartitionName"],
-                    int(kv.get("PriorityTier", "1")),
-                    int(kv.get("PriorityJobFactor", "1")),
+                    parse_count(kv.get("PriorityTier", "1"), "PriorityTier"),
+                    parse_count(kv.get("PriorityJobFactor", "1"), "PriorityJobFactor"),
                 )
-            except ValueError:
-                raise InputFileError(path, lineno, "bad PriorityTier/PriorityJobFactor") from None
+            except ValueError as exc:
+                raise InputFileError(path, lineno, "bad PriorityTier/PriorityJobFactor", str(exc)) from None
             if kv.get("Default") == "YES":
                 default_part = kv["PartitionName"]
             continue
@@ -120,19 +135,22 @@ def parse_scontrol(text: str, path: str, name: str = "cluster") -> ClusterSpec:
                 "expected a NodeName=... or PartitionName=... line",
                 "capture with 'scontrol -o show node'",
             )
+        node = kv["NodeName"]
+        if not node:
+            raise InputFileError(path, lineno, "empty NodeName")
         try:
             gpus, gtype = parse_gres_gpu(kv.get("Gres", ""))
-            cpus = int(kv["CPUTot"])
-            mem = int(kv.get("RealMemory", "0"))
+            gpus = bounded(gpus, "GPUs in Gres")
+            cpus = parse_count(kv["CPUTot"], "CPUTot")
+            mem = parse_count(kv.get("RealMemory", "0"), "RealMemory")
         except KeyError:
-            raise InputFileError(path, lineno, f"node {kv['NodeName']} has no CPUTot") from None
-        except ValueError:
-            raise InputFileError(path, lineno, f"node {kv['NodeName']}: bad Gres/CPUTot/RealMemory") from None
+            raise InputFileError(path, lineno, f"node {shown(node)} has no CPUTot") from None
+        except ValueError as exc:
+            problem = f"node {shown(node)}: bad Gres/CPUTot/RealMemory"
+            raise InputFileError(path, lineno, problem, str(exc)) from None
         node_parts = tuple(p for p in kv.get("Partitions", "").split(",") if p) or (DEFAULT_PARTITION,)
         order += [p for p in node_parts if p not in order]
-        nodes.append(
-            NodeSpec(kv["NodeName"], (gtype or UNTYPED_GPU) if gpus else "", gpus, cpus, mem, node_parts)
-        )
+        nodes.append(NodeSpec(node, (gtype or UNTYPED_GPU) if gpus else "", gpus, cpus, mem, node_parts))
     if not nodes:
         raise InputFileError(path, None, "no NodeName= lines found", "capture with 'scontrol -o show node'")
     if default_part in order:
@@ -148,6 +166,9 @@ def parse_scontrol(text: str, path: str, name: str = "cluster") -> ClusterSpec:
 def _spec(
     name: str, nodes: list[NodeSpec], parts: list[PartitionSpec], resource: str, path: str
 ) -> ClusterSpec:
+    problem = too_many_gpu_types(n.gpu_type for n in nodes)
+    if problem:
+        raise InputFileError(path, None, problem)
     try:
         return ClusterSpec(
             name,

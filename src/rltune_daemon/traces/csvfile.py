@@ -22,6 +22,7 @@ from rltune_daemon.slurm.formats import parse_duration
 from rltune_daemon.traces.assemble import RawJobs, assemble, drop_cpu_only
 from rltune_daemon.traces.context import LoadContext
 from rltune_daemon.traces.inferred import from_raw
+from rltune_daemon.traces.limits import MAX_COUNT, MAX_NODES, seconds, shown
 from rltune_daemon.traces.resources import lines
 
 REQUIRED = ("id", "submit", "runtime", "gpus")
@@ -47,9 +48,26 @@ def _limit(text: str) -> float:
     return value if math.isfinite(value) and value > 0 else math.nan
 
 
-def parse(text: str, path: str) -> RawJobs:
+def _records(text: str, path: str) -> tuple[list[str] | None, list[tuple[int, list[str]]]]:
+    """The header and the non-blank rows with the line each starts on (a quoted field may span lines,
+    and blank lines are skipped: a row's index does not give its line)."""
     reader = csv.reader(lines(text))
-    header = next(reader, None)
+    rows: list[tuple[int, list[str]]] = []
+    header = None
+    try:
+        header = next(reader, None)
+        end = reader.line_num
+        for row in reader:
+            start, end = end + 1, reader.line_num
+            if row and any(cell.strip() for cell in row):
+                rows.append((start, row))
+    except csv.Error as exc:  # e.g. a field past csv.field_size_limit(): an unclosed quote
+        raise InputFileError(path, reader.line_num, f"not a readable CSV: {exc}") from None
+    return header, rows
+
+
+def parse(text: str, path: str) -> RawJobs:
+    header, rows = _records(text, path)
     if header is None:
         raise InputFileError(path, None, "empty file")
     names = [h.strip().lower() for h in header]
@@ -60,7 +78,7 @@ def parse(text: str, path: str) -> RawJobs:
             filter(
                 None,
                 [
-                    f"unknown column(s) {', '.join(unknown)}" if unknown else "",
+                    f"unknown column(s) {', '.join(map(shown, unknown))}" if unknown else "",
                     f"missing column(s) {', '.join(missing)}" if missing else "",
                 ],
             )
@@ -68,11 +86,10 @@ def parse(text: str, path: str) -> RawJobs:
         raise InputFileError(path, 1, problem, f"columns: {','.join(COLUMNS)}")
     col = {h: i for i, h in enumerate(names)}
     cols: dict[str, list[str]] = {c: [] for c in COLUMNS}
-    for row in reader:
-        if not row or not any(cell.strip() for cell in row):
-            continue
+    starts = [line for line, _ in rows]
+    for line, row in rows:
         if len(row) != len(names):
-            raise InputFileError(path, reader.line_num, f"expected {len(names)} fields, got {len(row)}")
+            raise InputFileError(path, line, f"expected {len(names)} fields, got {len(row)}")
         for c in COLUMNS:
             cols[c].append(row[col[c]].strip() if c in col else "")
     n = len(cols["id"])
@@ -80,26 +97,32 @@ def parse(text: str, path: str) -> RawJobs:
     runtime = np.empty(n)
     limit = np.empty(n)
     ints = {c: np.zeros(n, dtype=np.int64) for c in ("gpus", "cpus", "mem_mb", "nodes")}
-    line = 1
+    # nodes size the inferred cluster one node at a time; the rest must fit the int64 columns
+    highest = {"gpus": MAX_COUNT, "cpus": MAX_COUNT, "mem_mb": MAX_COUNT, "nodes": MAX_NODES}
+    i = 0
     try:
         for i in range(n):
-            line = i + 2
-            submit[i] = _time(cols["submit"][i])
-            runtime[i] = float(cols["runtime"][i])
+            submit[i] = seconds(_time(cols["submit"][i]), "submit")
+            runtime[i] = seconds(float(cols["runtime"][i]), "runtime")
             limit[i] = _limit(cols["time_limit"][i])
+            if math.isfinite(limit[i]):  # NaN: unknown, filled by the user model
+                seconds(limit[i], "time_limit")
             for c, arr in ints.items():
-                arr[i] = int(cols[c][i]) if cols[c][i] else 0
+                value = int(cols[c][i]) if cols[c][i] else 0
+                if value > highest[c]:
+                    raise ValueError(f"{c} {cols[c][i][:20]} is more than {highest[c]:,}")
+                arr[i] = max(value, -1)  # any negative is reported below; -10^30 must not overflow
             if not cols["id"][i]:
                 raise ValueError("empty id")
     except ValueError as exc:
-        raise InputFileError(path, line, f"bad value: {exc}") from None
+        raise InputFileError(path, starts[i], f"bad value: {exc}") from None
     lowest = np.stack(list(ints.values())).min(axis=0)
     if np.any(lowest < 0):
         bad = int(np.flatnonzero(lowest < 0)[0])
-        raise InputFileError(path, bad + 2, "gpus, cpus, mem_mb and nodes must be >= 0")
+        raise InputFileError(path, starts[bad], "gpus, cpus, mem_mb and nodes must be >= 0")
     dup = _first_duplicate(cols["id"])
     if dup is not None:
-        raise InputFileError(path, dup + 2, f"duplicate id {cols['id'][dup]!r}")
+        raise InputFileError(path, starts[dup], f"duplicate id {cols['id'][dup]!r}")
     return RawJobs(
         ids=cols["id"],
         submit=submit,
@@ -132,7 +155,7 @@ def load(ctx: LoadContext, text: str, path: str) -> Workload:
     cap = ctx.opts.seconds("max_time", ctx.default_cap)
     ctx.opts.finish()
     raw = drop_cpu_only(raw, "gpu")
-    cluster = ctx.cluster or from_raw("csv", raw)
+    cluster = ctx.cluster or from_raw("csv", raw, "gpu", path)
     meta = {"source": path, "format": "csv", "cluster_inferred": ctx.cluster is None}
     return assemble(
         "csv", cluster, raw, estimates=ctx.estimates(raw, path), seed=ctx.seed, cap=cap, meta=meta

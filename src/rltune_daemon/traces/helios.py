@@ -45,6 +45,7 @@ from rltune_daemon.domain.cluster import ClusterSpec, NodeSpec, PartitionSpec
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.traces.assemble import RawJobs, assemble
 from rltune_daemon.traces.context import LoadContext
+from rltune_daemon.traces.options import MAX_JOBS, MAX_USERS
 from rltune_daemon.traces.published import HELIOS_CLUSTERS, HeliosProfile, helios
 from rltune_daemon.traces.sampling import (
     correlated_uniforms,
@@ -216,11 +217,11 @@ def generate(
 
 
 def load(ctx: LoadContext) -> Workload:
-    n = ctx.opts.integer("jobs", DEFAULT_JOBS, lo=1)
+    n = ctx.opts.integer("jobs", DEFAULT_JOBS, lo=1, hi=MAX_JOBS)
     target = ctx.opts.number("load", DEFAULT_LOAD, lo=1e-3, hi=10.0)
     profile = ctx.opts.choice("profile", "venus", HELIOS_CLUSTERS)
     rho = ctx.opts.number("rho", math.nan, lo=-0.99, hi=0.99)
-    users = ctx.opts.integer("users", DEFAULT_USERS, lo=1)
+    users = ctx.opts.integer("users", DEFAULT_USERS, lo=1, hi=MAX_USERS)
     vc_fit = ctx.opts.choice("vc_fit", "half", ("whole", "half"))
     cap = ctx.opts.seconds("max_time", ctx.default_cap)
     ctx.opts.finish()

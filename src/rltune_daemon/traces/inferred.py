@@ -14,7 +14,9 @@ import numpy as np
 
 from rltune_daemon.domain.arrays import I64
 from rltune_daemon.domain.cluster import DEFAULT_PARTITION, ClusterSpec, NodeSpec, PartitionSpec
+from rltune_daemon.errors import InputFileError
 from rltune_daemon.traces.assemble import RawJobs
+from rltune_daemon.traces.limits import MAX_NODES, too_many_gpu_types
 
 UNTYPED = "gpu"
 CPUS_PER_GPU, MEM_PER_GPU = 8, 32_000
@@ -30,7 +32,8 @@ def infer(
     partitions: list[str],
     resource: str = "gpu",
 ) -> ClusterSpec:
-    """See module docstring. ``resource="cpu"``: ``gpus`` counts processors, nodes have no GPU type."""
+    """See module docstring. ``resource="cpu"``: ``gpus`` counts processors, nodes have no GPU type.
+    ``ValueError`` when that cluster could not be simulated (too many nodes or GPU types)."""
     k = np.maximum(nodes, 1)
     per_node = -(-gpus // k)
     cpn = -(-cpus // k)
@@ -40,11 +43,19 @@ def infer(
         key = "" if resource == "cpu" else (types[0] if types else UNTYPED)
         groups.setdefault(key, []).append(i)
     parts = [p for p in dict.fromkeys(partitions) if p] or [DEFAULT_PARTITION]
-    specs: list[NodeSpec] = []
+    problem = too_many_gpu_types(groups)
+    if problem:
+        raise ValueError(problem)
+    shapes: list[tuple[str, I64, int, int]] = []
     for gtype, rows_list in groups.items():
         rows = np.array(rows_list, dtype=np.int64)
         gpn = max(int(per_node[rows].max()), 1)
-        count = int(np.maximum(k[rows], -(-gpus[rows] // gpn)).max())
+        shapes.append((gtype, rows, gpn, int(np.maximum(k[rows], -(-gpus[rows] // gpn)).max())))
+    total = sum(s[3] for s in shapes)
+    if total > MAX_NODES:  # checked before the nodes are built one by one
+        raise ValueError(f"the jobs need {total:,} nodes, more than {MAX_NODES:,}")
+    specs: list[NodeSpec] = []
+    for gtype, rows, gpn, count in shapes:
         if resource == "cpu":
             node_cpus, node_mem = gpn, max(int(mpn[rows].max()), MEM_PER_GPU // CPUS_PER_GPU * gpn)
         else:
@@ -70,8 +81,9 @@ def infer(
     )
 
 
-def from_raw(name: str, raw: RawJobs, resource: str = "gpu") -> ClusterSpec:
-    """``infer`` over the jobs of ``raw`` that ran (runtime > 0) and ask for something."""
+def from_raw(name: str, raw: RawJobs, resource: str = "gpu", path: str = "") -> ClusterSpec:
+    """``infer`` over the jobs of ``raw`` that ran (runtime > 0) and ask for something; a cluster that
+    cannot be built is an ``InputFileError`` of the trace file ``path``."""
     idx = np.flatnonzero(np.isfinite(raw.runtime) & (raw.runtime > 0) & (raw.gpus > 0))
     zeros = np.zeros(len(raw), dtype=np.int64)
     types = raw.gpu_types or [()] * len(raw)
@@ -80,13 +92,17 @@ def from_raw(name: str, raw: RawJobs, resource: str = "gpu") -> ClusterSpec:
     def col(a: I64 | None) -> I64:
         return (a if a is not None else zeros)[idx]
 
-    return infer(
-        name,
-        raw.gpus[idx],
-        col(raw.nodes),
-        col(raw.cpus),
-        col(raw.mem_mb),
-        [types[i] for i in idx.tolist()],
-        [parts[i] for i in idx.tolist()],
-        resource,
-    )
+    try:
+        return infer(
+            name,
+            raw.gpus[idx],
+            col(raw.nodes),
+            col(raw.cpus),
+            col(raw.mem_mb),
+            [types[i] for i in idx.tolist()],
+            [parts[i] for i in idx.tolist()],
+            resource,
+        )
+    except ValueError as exc:
+        problem = f"cannot infer the cluster: {exc}"
+        raise InputFileError(path or name, None, problem, "pass --cluster") from None

@@ -31,6 +31,7 @@ from rltune_daemon.domain.workload import Workload
 from rltune_daemon.errors import InputFileError
 from rltune_daemon.traces.assemble import RawJobs, assemble, drop_cpu_only
 from rltune_daemon.traces.context import LoadContext
+from rltune_daemon.traces.limits import MAX_COUNT, parse_count, seconds, shown, too_many_gpu_types
 from rltune_daemon.traces.resources import data_text, file_text, lines
 
 DEFAULT_SLICE = 1 / 100
@@ -53,14 +54,29 @@ NODE_FILE = "alibaba/openb_node_list_all_node.csv.xz"
 
 
 def _rows(text: str, path: str, columns: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
-    reader = csv.DictReader(lines(text))
-    have = [h.strip() for h in reader.fieldnames or []]
-    missing = [c for c in columns if c not in have]
-    if missing:
-        raise InputFileError(
-            path, 1, f"missing column(s) {', '.join(missing)}", f"expected {','.join(columns)}"
-        )
-    return [(reader.line_num, row) for row in reader if any((v or "").strip() for v in row.values())]
+    """Non-blank rows by (stripped) column name, with the line each starts on. A row must have as many
+    fields as the header: csv.DictReader would fill a short row with None and file the surplus of a
+    long one (an unquoted ',' in a name) under None, every later field shifted by one."""
+    reader = csv.reader(lines(text))
+    out: list[tuple[int, dict[str, str]]] = []
+    try:
+        have = [h.strip() for h in next(reader, None) or []]
+        missing = [c for c in columns if c not in have]
+        if missing:
+            raise InputFileError(
+                path, 1, f"missing column(s) {', '.join(missing)}", f"expected {','.join(columns)}"
+            )
+        end = reader.line_num
+        for row in reader:
+            line, end = end + 1, reader.line_num
+            if not any(v.strip() for v in row):
+                continue
+            if len(row) != len(have):
+                raise InputFileError(path, line, f"expected {len(have)} fields, got {len(row)}")
+            out.append((line, dict(zip(have, row, strict=True))))
+    except csv.Error as exc:  # e.g. a field past csv.field_size_limit(): an unclosed quote
+        raise InputFileError(path, reader.line_num, f"not a readable CSV: {exc}") from None
+    return out
 
 
 def parse_pods(text: str, path: str) -> RawJobs:
@@ -73,7 +89,9 @@ def parse_pods(text: str, path: str) -> RawJobs:
     types: list[tuple[str, ...]] = []
     qos: list[str] = []
     pending = fractional = 0
+    first_line: dict[str, int] = {}
     for line, r in _rows(text, path, POD_COLUMNS):
+        name = r["name"].strip()
         try:
             if not r["scheduled_time"].strip():
                 pending += 1
@@ -82,23 +100,35 @@ def parse_pods(text: str, path: str) -> RawJobs:
             created, sched = float(r["creation_time"]), float(r["scheduled_time"])
             deleted = float(r["deletion_time"])
             c, m = int(r["cpu_milli"]), int(r["memory_mib"])
-        except (ValueError, TypeError):
-            raise InputFileError(path, line, f"pod {r.get('name')}: non-numeric field") from None
+        except ValueError:
+            raise InputFileError(path, line, f"pod {shown(name)}: non-numeric field") from None
         if g < 0 or c < 0 or m < 0:
-            raise InputFileError(path, line, f"pod {r['name']}: negative request")
+            raise InputFileError(path, line, f"pod {shown(name)}: negative request")
+        try:
+            seconds(created, "creation_time")
+            seconds(sched, "scheduled_time")
+            seconds(deleted, "deletion_time")
+        except ValueError as exc:
+            raise InputFileError(path, line, f"pod {shown(name)}: {exc}") from None
+        if max(g, -(-c // 1000), m) > MAX_COUNT:  # the int64 columns
+            raise InputFileError(path, line, f"pod {shown(name)}: a request past {MAX_COUNT:,}")
+        if not name:
+            raise InputFileError(path, line, "empty pod name")
+        if name in first_line:
+            problem = f"duplicate pod name {shown(name)} (first on line {first_line[name]})"
+            raise InputFileError(path, line, problem)
+        first_line[name] = line
         if g == 1 and 0 < milli < 1000:
             fractional += 1
-        ids.append(r["name"].strip())
+        ids.append(name)
         submit.append(created)
         runtime.append(deleted - sched)
         gpus.append(g)
         cpus.append(math.ceil(c / 1000))
         mem.append(m)
-        types.append(tuple(t.strip().lower() for t in (r["gpu_spec"] or "").split("|") if t.strip()))
-        qos.append((r["qos"] or "").strip())
+        types.append(tuple(t.strip().lower() for t in r["gpu_spec"].split("|") if t.strip()))
+        qos.append(r["qos"].strip())
     n = len(ids)
-    if len(set(ids)) != n:
-        raise InputFileError(path, None, "duplicate pod names")
     return RawJobs(
         ids=ids,
         submit=np.array(submit),
@@ -118,19 +148,32 @@ def cluster(text: str, path: str, fraction: float = DEFAULT_SLICE, cpu_nodes: bo
     """About ``fraction`` of the nodes of every (model, GPUs, CPUs, memory) shape, at least one node
     per GPU model (largest-remainder apportionment within a model); real node names kept."""
     by_shape: dict[tuple[str, int, int, int], list[str]] = {}
+    first_line: dict[str, int] = {}
     for line, r in _rows(text, path, NODE_COLUMNS):
+        sn = r["sn"].strip()
         try:
             key = (
-                (r["model"] or "").strip().lower(),
-                int(r["gpu"]),
-                int(r["cpu_milli"]) // 1000,
-                int(r["memory_mib"]),
+                r["model"].strip().lower(),
+                parse_count(r["gpu"], "gpu"),
+                parse_count(r["cpu_milli"], "cpu_milli", MAX_COUNT * 1000) // 1000,
+                parse_count(r["memory_mib"], "memory_mib"),
             )
-        except ValueError:
-            raise InputFileError(path, line, f"node {r.get('sn')}: non-numeric field") from None
+        except ValueError as exc:
+            raise InputFileError(path, line, f"node {shown(sn)}: {exc}") from None
+        if not sn:
+            raise InputFileError(path, line, "empty node name (sn)")
+        if sn in first_line:  # ClusterSpec would refuse the list with a bare ValueError
+            raise InputFileError(path, line, f"duplicate node {shown(sn)} (first on line {first_line[sn]})")
+        first_line[sn] = line
         if key[1] == 0 and not cpu_nodes:
             continue
-        by_shape.setdefault(key, []).append(r["sn"].strip())
+        by_shape.setdefault(key, []).append(sn)
+    if not by_shape:
+        what = "nodes" if cpu_nodes else "GPU nodes (gpu > 0)"
+        raise InputFileError(path, None, f"no {what} in the node list")
+    problem = too_many_gpu_types(k[0] for k in by_shape)
+    if problem:
+        raise InputFileError(path, None, problem)
     per_model = Counter[str]()
     for (model, *_), names in by_shape.items():
         per_model[model] += len(names)

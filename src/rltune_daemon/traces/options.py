@@ -7,12 +7,18 @@ silently fall back to a default.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
 from rltune_daemon.errors import UserError
 from rltune_daemon.slurm.formats import parse_duration
+
+MAX_JOBS = 10_000_000
+"""Largest ``jobs=`` a generator accepts: 100x the biggest real trace here; each job costs arrays."""
+MAX_USERS = 1_000_000
+"""Largest ``users=``: the Zipf popularity table holds one float per user (users=10^9 would be 8 GB)."""
 
 
 class Options:
@@ -34,22 +40,26 @@ class Options:
             return default
         try:
             out = float(Fraction(value)) if isinstance(value, str) else float(value)
-        except (ValueError, ZeroDivisionError, TypeError):
+        except (ValueError, ZeroDivisionError, TypeError, OverflowError):  # OverflowError: "1" * 400
             raise self._bad(key, value, "a number") from None
+        if not math.isfinite(out):  # NaN passes every range check below; no option means infinity
+            raise self._bad(key, value, "a finite number")
         if (lo is not None and out < lo) or (hi is not None and out > hi):
             raise self._bad(key, value, f"in [{lo}, {hi}]")
         return out
 
-    def integer(self, key: str, default: int, *, lo: int = 0) -> int:
+    def integer(self, key: str, default: int, *, lo: int = 0, hi: int | None = None) -> int:
         value = self._get(key)
         if value is None:
             return default
         try:
             out = int(value)
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, OverflowError):  # OverflowError: int(float("inf"))
             raise self._bad(key, value, "an integer") from None
         if out < lo:
             raise self._bad(key, value, f"an integer >= {lo}")
+        if hi is not None and out > hi:
+            raise self._bad(key, value, f"an integer <= {hi:,}")
         return out
 
     def seconds(self, key: str, default: float) -> float:

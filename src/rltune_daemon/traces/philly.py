@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from rltune_daemon.domain.workload import Workload
 from rltune_daemon.errors import InputFileError
 from rltune_daemon.traces.assemble import RawJobs, assemble
 from rltune_daemon.traces.context import LoadContext
+from rltune_daemon.traces.limits import MAX_COUNT, seconds
 from rltune_daemon.traces.resources import data_text, file_text, lines
 
 PHILLY_SCALE = 1 / 16
@@ -35,6 +37,8 @@ PHILLY_SCALE = 1 / 16
 GPU_TYPE = "p100"
 NODE_GPUS, NODE_CPUS, NODE_MEM_MB = 8, 48, 480_000
 HEADER = ["timestamp", "duration", "num_gpus", "gpu_time", "cluster"]
+# numpy's datetime64 parser also takes "", "NaT" (-2^63 s), "today" and "now" (the day of the load)
+_STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}")
 
 
 def vc_nodes(text: str | None = None) -> dict[str, int]:
@@ -61,41 +65,53 @@ def cluster(scale: float = PHILLY_SCALE) -> ClusterSpec:
 def parse(text: str, path: str) -> RawJobs:
     """Parse the adaptdl ``philly.csv`` format; every malformed row is an ``InputFileError``."""
     reader = csv.reader(lines(text))
-    header = next(reader, None)
-    if header is None or [h.strip() for h in header[:5]] != HEADER:
-        raise InputFileError(
-            path, 1, f"expected header {','.join(HEADER)}", "is this the adaptdl philly.csv?"
-        )
     stamps: list[str] = []
     dur: list[float] = []
     gpus: list[int] = []
     vcs: list[str] = []
-    for row in reader:
-        if not row:
-            continue
-        try:
-            stamps.append(row[0])
-            dur.append(float(row[1]))
-            gpus.append(int(row[2]))
-            vcs.append(row[4])
-        except (ValueError, IndexError):
+    starts: list[int] = []  # line each row starts on: blank lines and quoted line breaks shift rows
+    try:
+        header = next(reader, None)
+        if header is None or [h.strip() for h in header[:5]] != HEADER:
             raise InputFileError(
-                path,
-                reader.line_num,
-                f"bad row {','.join(row)!r}",
-                "want timestamp,duration,num_gpus,gpu_time,cluster",
-            ) from None
+                path, 1, f"expected header {','.join(HEADER)}", "is this the adaptdl philly.csv?"
+            )
+        end = reader.line_num
+        for row in reader:
+            line, end = end + 1, reader.line_num
+            if not row:
+                continue
+            try:
+                if len(row) != len(header):  # an unquoted ',' in a field would shift the ones after it
+                    raise IndexError
+                stamps.append(row[0])
+                dur.append(seconds(float(row[1]), "duration"))
+                gpus.append(int(row[2]))
+                vcs.append(row[4])
+            except (ValueError, IndexError):
+                raise InputFileError(
+                    path,
+                    line,
+                    f"bad row {','.join(row)[:80]!r}",
+                    "want timestamp,duration,num_gpus,gpu_time,cluster",
+                ) from None
+            starts.append(line)
+            if not _STAMP.fullmatch(row[0]):
+                raise InputFileError(path, line, f"bad timestamp {row[0][:40]!r}", "want YYYY-MM-DD HH:MM:SS")
+            if gpus[-1] < 1:
+                raise InputFileError(path, line, f"num_gpus must be >= 1, got {row[2][:20]}")
+            if gpus[-1] > MAX_COUNT:  # must fit the int64 column
+                raise InputFileError(path, line, f"num_gpus {row[2][:20]} is more than {MAX_COUNT:,}")
+    except csv.Error as exc:  # e.g. a field past csv.field_size_limit(): an unclosed quote
+        raise InputFileError(path, reader.line_num, f"not a readable CSV: {exc}") from None
     try:
         submit = np.array(stamps, dtype="datetime64[s]").astype(np.int64).astype(np.float64)
     except ValueError:
         bad = next(i for i, s in enumerate(stamps) if not _is_stamp(s))
         raise InputFileError(
-            path, bad + 2, f"bad timestamp {stamps[bad]!r}", "want YYYY-MM-DD HH:MM:SS"
+            path, starts[bad], f"bad timestamp {stamps[bad]!r}", "want YYYY-MM-DD HH:MM:SS"
         ) from None
     g = np.array(gpus, dtype=np.int64)
-    if np.any(g < 1):
-        bad = int(np.flatnonzero(g < 1)[0])
-        raise InputFileError(path, bad + 2, f"num_gpus must be >= 1, got {gpus[bad]}")
     return RawJobs(
         ids=[f"philly-{i}" for i in range(1, len(stamps) + 1)],  # data row number: stable, traceable
         submit=submit,

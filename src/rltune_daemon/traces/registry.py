@@ -12,7 +12,7 @@ from typing import Any
 
 from rltune_daemon.domain.cluster import ClusterSpec
 from rltune_daemon.domain.workload import Workload
-from rltune_daemon.errors import UserError
+from rltune_daemon.errors import InputFileError, UserError
 from rltune_daemon.traces import alibaba, clusterfile, csvfile, helios, openb, philly, sacct, swf, testbed
 from rltune_daemon.traces.context import LoadContext
 from rltune_daemon.traces.options import Options
@@ -95,7 +95,10 @@ def detect_format(path: Path, text: str) -> str:
     cols = [c.strip().lower() for c in first.split(",")]
     if name.endswith(".csv") or {"id", "submit", "runtime", "gpus"} <= set(cols):
         return "csv"  # the CSV parser names missing or unknown columns
-    raise UserError(
-        f"{path}: unrecognised trace format (first line {first[:60]!r}); expected an SWF file (*.swf), "
-        "a 'sacct -P' export with a JobID|... header, or a CSV with header id,submit,runtime,gpus,..."
+    # a malformed input file like any other: callers that catch InputFileError see this one too
+    raise InputFileError(
+        str(path),
+        None,
+        f"unrecognised trace format (first line {first[:60]!r}); expected an SWF file (*.swf), "
+        "a 'sacct -P' export with a JobID|... header, or a CSV with header id,submit,runtime,gpus,...",
     )

@@ -1,7 +1,8 @@
 """Reading bundled data (``rltune_daemon/data``) and user files, compressed or not.
 
 Bundled files are read through ``importlib.resources`` so the package works from a wheel or a zip.
-User files may be plain or ``.xz``/``.gz``/``.bz2``; a missing file is one ``UserError`` line.
+User files may be plain or ``.xz``/``.gz``/``.bz2``; a missing file is one ``UserError`` line, a corrupt
+compressed one an ``InputFileError``.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ import bz2
 import gzip
 import io
 import lzma
+import re
+import zlib
 from importlib import resources
 from pathlib import Path
 
-from rltune_daemon.errors import UserError
+from rltune_daemon.errors import InputFileError, UserError
 
 _OPENERS = {".xz": lzma.decompress, ".gz": gzip.decompress, ".bz2": bz2.decompress}
 
@@ -46,10 +49,23 @@ def file_text(path: str | Path) -> str:
         raise UserError(f"{p}: cannot read ({exc.strerror})") from None
     try:
         return _decode(p.name, data)
-    except (lzma.LZMAError, OSError, EOFError) as exc:
-        raise UserError(f"{p}: corrupt compressed file ({exc})") from None
+    # each decompressor fails its own way: a bad .gz block is zlib.error, a cut .bz2 ValueError, a cut
+    # .gz EOFError, a bad .bz2 header OSError
+    except (lzma.LZMAError, zlib.error, OSError, EOFError, ValueError) as exc:
+        raise InputFileError(str(p), None, f"corrupt compressed file ({exc})") from None
 
 
 def lines(text: str) -> io.StringIO:
     """A text stream for ``csv.reader`` (newline handling as the csv module wants)."""
     return io.StringIO(text, newline="")
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def text_lines(text: str) -> list[str]:
+    """The lines of ``text`` split at LF, CRLF and CR only, as ``csv.reader``, editors and ``sed -n Np``
+    count them. ``str.splitlines`` also splits at form feeds, U+001C-U+001E, NEL and U+2028/9, which
+    may sit inside a job or user name: it would cut that record in two and shift every later line
+    number in error messages."""
+    return _LINE_END.split(text)

@@ -4,7 +4,9 @@
     COLUMNS=JobID,User,Account,Partition,Submit,Start,End,State,ReqTRES,AllocTRES,Timelimit,NodeList
 
 The header names the columns (any order, case-insensitive). Required: JobID, Submit, Start, End,
-ReqTRES or AllocTRES, Timelimit. Optional: User, Account, Partition, QOS (others are ignored).
+ReqTRES or AllocTRES, Timelimit. Optional: User, Account, Partition, QOS (others are ignored). The header
+also tells ``sacct -p`` (every line ends with '|') from ``-P``; sacct does not escape a '|' inside a
+name, so a record with one field too many is an error on its line rather than read shifted.
 Job steps (``.`` in JobID; avoid them with ``-X``) are skipped and counted; jobs that never started
 (Start None/Unknown) or are still running (End Unknown) are dropped and counted. Resources come from
 ReqTRES (what the job asked for; AllocTRES only when ReqTRES is empty, since allocations include
@@ -32,6 +34,8 @@ from rltune_daemon.slurm.formats import (
 from rltune_daemon.traces.assemble import RawJobs, assemble, drop_cpu_only, unique_ids
 from rltune_daemon.traces.context import LoadContext
 from rltune_daemon.traces.inferred import from_raw
+from rltune_daemon.traces.limits import MAX_NODES, bounded, parse_count, seconds, shown
+from rltune_daemon.traces.resources import text_lines
 
 REQUIRED = ("jobid", "submit", "start", "end", "timelimit")
 UNKNOWN_LIMITS = {"", "partition_limit", "unlimited", "infinite", "invalid", "none", "unknown"}
@@ -40,19 +44,22 @@ UNKNOWN_LIMITS = {"", "partition_limit", "unlimited", "infinite", "invalid", "no
 def _limit(text: str) -> float:
     if text.strip().lower() in UNKNOWN_LIMITS:
         return math.nan
-    value = parse_duration(text)
-    return value if math.isfinite(value) else math.nan
+    return seconds(parse_duration(text), "Timelimit")  # finite: only the words above mean no limit
 
 
 def parse(text: str, path: str) -> tuple[RawJobs, str]:
     """Jobs and the resource kind (``gpu``/``cpu``); malformed lines raise ``InputFileError``."""
-    rows = text.splitlines()
+    rows = text_lines(text)
     head_at = next((i for i, ln in enumerate(rows) if ln.strip()), None)
     if head_at is None:
         raise InputFileError(path, None, "empty file")
     header = [h.strip().lower() for h in rows[head_at].split("|")]
-    if header and header[-1] == "":
-        header.pop()  # 'sacct -p' ends every line with '|'
+    # 'sacct -p' ends every line with '|', 'sacct -P' none: the header says which. Accepting either on
+    # any line would read a '-P' record whose name holds a '|' and whose last field is empty as
+    # complete, with every field after the name shifted by one.
+    trailing = len(header) > 1 and header[-1] == ""
+    if trailing:
+        header.pop()
     col = {h: i for i, h in enumerate(header)}
     missing = [c for c in REQUIRED if c not in col]
     if missing or ("reqtres" not in col and "alloctres" not in col):
@@ -91,15 +98,17 @@ def parse(text: str, path: str) -> tuple[RawJobs, str]:
         if not line.strip():
             continue
         cells = line.split("|")
-        if len(cells) == width + 1 and cells[-1] == "":
+        if trailing and not cells[-1].strip():
             cells.pop()
         if len(cells) != width:
             raise InputFileError(
                 path,
                 lineno,
                 f"expected {width} '|'-separated fields, got {len(cells)}",
-                "was the export made with -P (parsable)?",
+                "was the export made with -P (parsable)? sacct does not escape a '|' inside a name",
             )
+        if trailing and line.rstrip()[-1:] != "|":
+            raise InputFileError(path, lineno, "no final '|' (the header has one, as 'sacct -p' writes)")
         jid = get(cells, "jobid")
         if not jid:
             raise InputFileError(path, lineno, "empty JobID")
@@ -113,13 +122,15 @@ def parse(text: str, path: str) -> tuple[RawJobs, str]:
             lim = _limit(get(cells, "timelimit"))
             tres = parse_tres(get(cells, "reqtres")) or parse_tres(get(cells, "alloctres"))
             g, gtypes = gpus_from_tres(tres)
-            nd = int(tres.get("node", "0") or 0)
-            c = int(tres.get("cpu", "0") or 0)
-            m = parse_memory_mb(tres["mem"]) if tres.get("mem") else 0
+            g = bounded(g, "gres/gpu")
+            # counts go into int64 columns and size the inferred cluster node by node: bounded
+            nd = parse_count(tres.get("node") or "0", "node", MAX_NODES)
+            c = parse_count(tres.get("cpu") or "0", "cpu")
+            m = bounded(parse_memory_mb(tres["mem"]), "mem (MB)") if tres.get("mem") else 0
         except (ValueError, KeyError) as exc:
-            raise InputFileError(path, lineno, f"job {jid}: {exc}") from None
+            raise InputFileError(path, lineno, f"job {shown(jid)}: {exc}") from None
         if sub is None:
-            raise InputFileError(path, lineno, f"job {jid}: Submit is unknown")
+            raise InputFileError(path, lineno, f"job {shown(jid)}: Submit is unknown")
         if start is None:
             never += 1
             continue
@@ -167,11 +178,12 @@ def parse(text: str, path: str) -> tuple[RawJobs, str]:
 
 def load(ctx: LoadContext, text: str, path: str) -> Workload:
     raw, resource = parse(text, path)
-    observed = raw.limit[np.isfinite(raw.limit)] if raw.limit is not None else np.zeros(0)
+    # a Timelimit of 0 is no request (the user model fills it): it must not become a zero cap
+    observed = raw.limit[np.isfinite(raw.limit) & (raw.limit > 0)] if raw.limit is not None else np.zeros(0)
     cap = ctx.opts.seconds("max_time", float(observed.max()) if len(observed) else ctx.default_cap)
     ctx.opts.finish()
     raw = drop_cpu_only(raw, resource)
-    cluster = ctx.cluster or from_raw("sacct", raw, resource)
+    cluster = ctx.cluster or from_raw("sacct", raw, resource, path)
     meta = {"source": path, "format": "sacct", "resource": resource, "cluster_inferred": ctx.cluster is None}
     return assemble(
         "sacct", cluster, raw, estimates=ctx.estimates(raw, path), seed=ctx.seed, cap=cap, meta=meta

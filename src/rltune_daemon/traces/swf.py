@@ -21,6 +21,8 @@ from rltune_daemon.domain.workload import Workload
 from rltune_daemon.errors import InputFileError
 from rltune_daemon.traces.assemble import RawJobs, assemble, unique_ids
 from rltune_daemon.traces.context import LoadContext
+from rltune_daemon.traces.limits import MAX_COUNT, MAX_NODES, MAX_SECONDS
+from rltune_daemon.traces.resources import text_lines
 
 FIELDS = 18
 MEM_PER_PROC_MB = 1024  # SWF has no node memory; nominal, jobs use a proportional share
@@ -31,7 +33,7 @@ def parse(text: str, path: str) -> tuple[RawJobs, dict[str, str]]:
     header: dict[str, str] = {}
     ids: list[str] = []
     vals: list[list[float]] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(text_lines(text), start=1):
         s = line.strip()
         if not s:
             continue
@@ -50,9 +52,19 @@ def parse(text: str, path: str) -> tuple[RawJobs, dict[str, str]]:
                 "user group exe queue partition prev think",
             )
         try:
-            vals.append([float(x) for x in parts[:FIELDS]])
+            row = [float(x) for x in parts[:FIELDS]]
         except ValueError:
             raise InputFileError(path, lineno, "non-numeric field") from None
+        # float() also reads nan/inf/1e400, which SWF never writes: NaN processors would cast to int64
+        # as -2^63, a huge count would size the cluster, 1e308 s would overflow the estimate model
+        bad = next((i for i, v in enumerate(row) if not abs(v) <= MAX_SECONDS), None)
+        if bad is not None:
+            problem = f"field {bad + 1} is not a number within ±{MAX_SECONDS:.0e}: {parts[bad][:20]!r}"
+            raise InputFileError(path, lineno, problem)
+        asked = row[7] if row[7] > 0 else row[4]
+        if asked > MAX_COUNT:
+            raise InputFileError(path, lineno, f"{asked:.0f} processors: more than {MAX_COUNT:,}")
+        vals.append(row)
         ids.append(parts[0])
     a = np.array(vals, dtype=np.float64).reshape(-1, FIELDS)
     procs = np.where(a[:, 7] > 0, a[:, 7], a[:, 4]).astype(np.int64)
@@ -83,8 +95,8 @@ def _header_int(header: dict[str, str], key: str, path: str) -> int | None:
         return None
     try:
         out = int(float(value.split()[0]))
-    except ValueError:
-        raise InputFileError(path, None, f"header {key}: not a number ({value!r})") from None
+    except (ValueError, OverflowError):  # OverflowError: inf
+        raise InputFileError(path, None, f"header {key}: not a number ({value[:40]!r})") from None
     return out if out > 0 else None
 
 
@@ -101,6 +113,15 @@ def cluster_from_header(header: dict[str, str], path: str, largest_job: int) -> 
         )
     else:
         count, ppn, note = max(largest_job, 1), 1, "no MaxNodes/MaxProcs header: sized to the largest job"
+    # the nodes are built one by one: a corrupt header or job size must not ask for 10^12 of them
+    if count > MAX_NODES or ppn > MAX_COUNT:
+        raise InputFileError(
+            path,
+            None,
+            f"the cluster would have {count:,} nodes of {ppn:,} processors ({note}); "
+            f"at most {MAX_NODES:,} nodes of {MAX_COUNT:,}",
+            "check the MaxNodes/MaxProcs header, or pass the cluster with --cluster",
+        )
     nodes = tuple(
         NodeSpec(f"n{i:05d}", "", ppn, ppn, ppn * MEM_PER_PROC_MB, (DEFAULT_PARTITION,))
         for i in range(1, count + 1)

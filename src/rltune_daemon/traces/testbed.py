@@ -28,6 +28,7 @@ from rltune_daemon.domain.cluster import ClusterSpec, NodeSpec, PartitionSpec
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.traces.assemble import RawJobs, assemble
 from rltune_daemon.traces.context import LoadContext
+from rltune_daemon.traces.options import MAX_JOBS
 from rltune_daemon.traces.sampling import poisson_arrivals, rng_for, zipf_choice
 
 PARTITION = "gpu"
@@ -121,7 +122,7 @@ def generate(
 
 
 def load(ctx: LoadContext) -> Workload:
-    n = ctx.opts.integer("jobs", DEFAULT_JOBS, lo=1)
+    n = ctx.opts.integer("jobs", DEFAULT_JOBS, lo=1, hi=MAX_JOBS)
     target = ctx.opts.number("load", DEFAULT_LOAD, lo=1e-3, hi=10.0)
     cap = ctx.opts.seconds("max_time", ctx.default_cap)
     ctx.opts.finish()
