@@ -631,20 +631,10 @@ def sacct_expect(cols: list[str], jobs: list[SacctJob]) -> tuple[Expect, dict[st
     return want, notes
 
 
-SACCT_FIELDS = (
-    "id",
-    "submit",
-    "runtime",
-    "gpus",
-    "gpu_types",
-    "cpus",
-    "mem_mb",
-    "nodes",
-    "user",
-    "account",
-    "partition",
-    "qos",
-)
+# the job fields both the sacct and the CSV loaders carry through (sacct adds QOS)
+CSV_FIELDS = ("id", "submit", "runtime", "gpus", "gpu_types", "cpus", "mem_mb", "nodes", "user", "account",
+              "partition")
+SACCT_FIELDS = (*CSV_FIELDS, "qos")
 SACCT_HEAD = "JobID|Submit|Start|End|ReqTRES|Timelimit\n"
 SACCT_ROW = "1|2024-01-01T00:00:00|2024-01-01T00:00:00|2024-01-01T01:00:00|{tres}|{limit}\n"
 
@@ -823,19 +813,7 @@ def csv_expect(cols: list[str], jobs: list[CsvJob]) -> Expect | None:
     return want
 
 
-CSV_FIELDS = (
-    "id",
-    "submit",
-    "runtime",
-    "gpus",
-    "gpu_types",
-    "cpus",
-    "mem_mb",
-    "nodes",
-    "user",
-    "account",
-    "partition",
-)
+
 CSV_HEAD = "id,submit,runtime,gpus,time_limit,gpu_type,user,account,partition,cpus,mem_mb,nodes\n"
 
 
