@@ -214,3 +214,22 @@ def test_queue_check_sees_a_submission_and_the_daemon_replans_at_once(c: SlurmTe
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0, log.read_text()[-2000:]
     c.cancel(extra, late)
+
+
+def test_the_partition_filter_reads_only_those_partitions_and_the_probe_checks_it(c: SlurmTestCluster,
+                                                                                  tmp_path: Path) -> None:
+    gpu = _queue(c)
+    hipri = c.submit("-p", "hipri", "--gres=gpu:1", "-t", "3")
+    c.wait_in_sprio(hipri)
+    _cfg(tmp_path, c, slurm__partitions=["gpu"])
+    res = _cli(tmp_path / "cfg.toml", "--check-config", "--probe")
+    assert res.returncode == 0 and "probe OK" in res.stdout, res.stdout + res.stderr
+    assert "in partition(s) gpu" in res.stdout
+    res = _cli(tmp_path / "cfg.toml", "--once")
+    assert res.returncode == 0, res.stderr[-2000:]
+    state = json.loads((tmp_path / "state.json").read_text())["jobs"]
+    assert set(state) <= set(gpu.values()) and hipri not in state and c.sprio()[hipri][1] == 0
+    assert _cli(tmp_path / "cfg.toml", "--restore").returncode == 0
+    _cfg(tmp_path, c, slurm__partitions=["gpux"])
+    res = _cli(tmp_path / "cfg.toml", "--check-config", "--probe")
+    assert res.returncode == 1 and "partition(s) gpux" in res.stdout and "[slurm] partitions" in res.stdout
