@@ -74,9 +74,11 @@ def report(plan: Plan, snapshot: Snapshot, decision: Decision, *, policy: str, f
     if history:
         parts.append(f"!!! {history[1:]} !!!" if history.startswith("!") else history)
     changed = len({c.job_id for c in decision.changes})
+    later = (f", {decision.deferred} more in later cycles (slurm.max_updates_per_cycle)"
+             if decision.deferred else "")
     parts.append(
         f"rltune-daemon dry run: policy {policy}, {len(snapshot.pending)} pending, {len(plan.entries)} "
-        f"planned, {len(plan.skipped)} left alone, {changed} job(s) would change "
+        f"planned, {len(plan.skipped)} left alone, {changed} job(s) would change this cycle{later} "
         f"({writes} update line(s)); nothing was written to Slurm"
     )
     table = rows(plan, snapshot, decision, display)
