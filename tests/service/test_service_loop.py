@@ -364,12 +364,11 @@ def test_updates_beyond_the_per_cycle_limit_follow_in_later_cycles(tmp_path: Pat
             sites.update({u.job_id: u.site_factor for u in ups if u.site_factor is not None})
         backend.snapshots, backend.reads = [with_site(snap, sites)], 0
     assert deferred[0] >= 1 and deferred[-1] == 0
-    d.dry_run = True
-    backend.snapshots, backend.reads = [snap], 0
-    out = io.StringIO()
-    d.out = out
-    d.cycle()
-    assert "more in later cycles (slurm.max_updates_per_cycle)" in out.getvalue()
+    (tmp_path / "dry").mkdir()
+    dry, _, out = _daemon(tmp_path / "dry", ScriptedBackend([snap]), slurm__max_updates_per_cycle=1,
+                          dry_run=True)
+    dry.cycle()
+    assert "1 job(s) would change this cycle, 2 more in later cycles" in out.getvalue()
     assert _sample(d, "rltune_deferred_updates") == 0
     assert backend.applied[0][0].job_id == "2"  # the head of the plan (the 2-minute job) went first
     assert d.cycle().changed == 0  # all written
