@@ -960,6 +960,14 @@ def node_tuples(spec: ClusterSpec) -> list[tuple[str, str, int, int, int, tuple[
 CLUSTER_ROW = "n,2,v100,8,32,1000\n"
 
 
+def _cluster_or_error(scratch: Path, name: str, data: str | bytes) -> None:
+    """A cluster file gives a valid cluster or one InputFileError."""
+    path = put(scratch, name, data)
+    spec = attempt(lambda: clusterfile.load(path), path)
+    if spec is not None:
+        check_cluster(spec)
+
+
 @fuzz
 @given(garbage(cluster_csv_specs().map(lambda s: s[0]), ",|"))
 @example("n," + "9" * 12 + ",v100,8,32,1000\n")  # 10^12 nodes
@@ -968,10 +976,7 @@ CLUSTER_ROW = "n,2,v100,8,32,1000\n"
 @example("prefix,count,gpu_type,gpus,cpus,mem_mb\nPrefix,2,v100,8,32,1000\n")
 @example("".join(f"n{i},1,t{i},1,1,1\n" for i in range(70)))  # 70 GPU types
 def test_cluster_csv_garbage(scratch: Path, data: str | bytes) -> None:
-    path = put(scratch, "g.cluster.csv", data)
-    spec = attempt(lambda: clusterfile.load(path), path)
-    if spec is not None:
-        check_cluster(spec)
+    _cluster_or_error(scratch, "g.cluster.csv", data)
 
 
 @fuzz
@@ -1068,10 +1073,7 @@ def scontrol_specs(draw: st.DrawFn) -> tuple[str, list[ScNode], dict[str, tuple[
 @example("NodeName= CPUTot=4\n")
 @example("NodeName=a CPUTot=4 Partitions=p\nPartitionName=p PriorityTier=" + "9" * 25 + "\n")
 def test_cluster_scontrol_garbage(scratch: Path, data: str | bytes) -> None:
-    path = put(scratch, "g.nodes", data)
-    spec = attempt(lambda: clusterfile.load(path), path)
-    if spec is not None:
-        check_cluster(spec)
+    _cluster_or_error(scratch, "g.nodes", data)
 
 
 @fuzz
