@@ -237,10 +237,12 @@ def soak_live(jobs: int, cycles: int, model: str, interval: float, work: Path) -
         sampler.start()
         first_end: list[float] = []
 
+        progress = _progress(f"live: {jobs} pending", cycles)
+
         def on_cycle(n: int) -> None:
             if n == 1:
                 first_end.append(time.monotonic())
-            _progress(f"live: {jobs} pending", cycles)(n)
+            progress(n)
 
         try:
             _watch(proc, phase, state, cycles, on_cycle)

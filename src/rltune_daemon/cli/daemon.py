@@ -150,6 +150,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _restore(daemon: Daemon) -> int:
+    from rltune_daemon.domain import job_order
+
     if not daemon.state.jobs:
         print(f"nothing to restore: {daemon.state_file.path or 'state'} records no changed job")
         return 0
@@ -165,7 +167,7 @@ def _restore(daemon: Daemon) -> int:
         print(f"NOT restored: job {job_id}: {why}", file=sys.stderr)
     if rep.remaining:
         print(f"{len(rep.remaining)} job(s) not restored: "
-              f"{', '.join(sorted(rep.remaining, key=lambda j: (len(j), j)))}", file=sys.stderr)
+              f"{', '.join(sorted(rep.remaining, key=job_order))}", file=sys.stderr)
     if rep.error:
         print(f"error: {rep.error}; run --restore again when Slurm answers", file=sys.stderr)
     return 0 if rep.ok else 1

@@ -2,7 +2,7 @@
 
 from rltune_daemon.domain.arrays import ClusterArrays, JobTable, type_mask
 from rltune_daemon.domain.cluster import DEFAULT_PARTITION, ClusterSpec, NodeSpec, PartitionSpec
-from rltune_daemon.domain.jobs import Job
+from rltune_daemon.domain.jobs import Job, job_order
 from rltune_daemon.domain.plan import DEFAULT_PLACEMENT, Placement, PlacementKind, Plan, PlanEntry
 from rltune_daemon.domain.snapshot import NodeAlloc, NodeState, PendingState, RunningJob, Snapshot
 from rltune_daemon.domain.workload import EstimateModel, Workload
@@ -27,5 +27,6 @@ __all__ = [
     "RunningJob",
     "Snapshot",
     "Workload",
+    "job_order",
     "type_mask",
 ]

@@ -38,3 +38,8 @@ class Job:
             raise ValueError(f"job {self.id}: time limit must be positive, got {self.time_limit}")
         if self.runtime is not None and self.runtime < 0:
             raise ValueError(f"job {self.id}: negative runtime {self.runtime}")
+
+
+def job_order(job_id: str) -> tuple[int, str]:
+    """Sort key of Slurm job ids as numbers (``"9"`` before ``"10"``) that never fails on other text."""
+    return len(job_id), job_id

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from types import FrameType
 from typing import Any, TextIO
 
-from rltune_daemon.domain import Plan, Snapshot
+from rltune_daemon.domain import Plan, Snapshot, job_order
 from rltune_daemon.errors import UserError
 from rltune_daemon.planner import plan as make_plan
 from rltune_daemon.planner.plan import PlannerMemory
@@ -569,12 +569,12 @@ SHUTDOWN_RETRY_S = 2.0
 
 
 def _ids_with_reasons(jobs: dict[str, str], limit: int = 50) -> dict[str, str]:
-    return dict(sorted(jobs.items(), key=lambda kv: (len(kv[0]), kv[0]))[:limit])
+    return dict(sorted(jobs.items(), key=lambda kv: job_order(kv[0]))[:limit])
 
 
 def _change_summary(decision: Decision, settled: Settled) -> dict[str, Any]:
     return {
-        "jobs": sorted(settled.changed_jobs, key=lambda j: (len(j), j))[:50],
+        "jobs": sorted(settled.changed_jobs, key=job_order)[:50],
         "priority": settled.priority_applied, "hints_set": settled.hints_set,
         "hints_cleared": settled.hints_cleared, "hints_expired": settled.hints_expired,
         "hints": {j: ",".join(n) for j, n in list(decision.hints().items())[:20]},

@@ -91,12 +91,10 @@ def run_probe(cfg: DaemonConfig, history: bool) -> list[Step]:
         user = _user()
         if os.geteuid() == 0:
             return f"{user}: root may update jobs"
-        runner.begin_cycle()
-        text = runner.run(["scontrol", "show", "config"]).stdout
-        slurm_user = next((ln.split("=", 1)[1].strip() for ln in text.splitlines()
-                           if ln.strip().startswith("SlurmUser")), "")
-        if slurm_user.split("(")[0] == user:
+        limit = backend.rate_limit or backend.detect_rate_limit()
+        if limit.exempt:  # not root, so SlurmUser (compared by uid in scontrol show config)
             return f"{user}: SlurmUser may update jobs"
+        runner.begin_cycle()
         res = runner.run(["sacctmgr", "-n", "-P", "show", "user", user, "format=AdminLevel"], check=False)
         level = res.stdout.strip().splitlines()[0] if res.rc == 0 and res.stdout.strip() else ""
         if level.lower() in ("operator", "administrator"):

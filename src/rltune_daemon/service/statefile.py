@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from rltune_daemon.domain import job_order
 from rltune_daemon.errors import UserError
 
 STATE_VERSION = 1
@@ -89,7 +90,7 @@ class DaemonState:
 
     def to_json(self) -> dict[str, Any]:
         jobs: dict[str, Any] = {}
-        for job_id, rec in sorted(self.jobs.items(), key=lambda kv: (len(kv[0]), kv[0])):
+        for job_id, rec in sorted(self.jobs.items(), key=lambda kv: job_order(kv[0])):
             jobs[job_id] = {
                 "fields": {
                     name: {

@@ -24,6 +24,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from rltune_daemon.domain import job_order
 from rltune_daemon.slurm.errors import SuspectRead
 from rltune_daemon.slurm.parse import ENDED_STATES, LIVE_STATES
 
@@ -70,15 +71,21 @@ class ReadLimits:
 
 
 def _some(ids: Collection[str], k: int = 5) -> str:
-    shown = sorted(ids, key=lambda j: (len(j), j))[:k]
+    shown = sorted(ids, key=job_order)[:k]
     more = f" and {len(ids) - k} more" if len(ids) > k else ""
     return ", ".join(shown) + more
 
 
+def _lost(expected: Collection[str], seen: Collection[str], limits: ReadLimits) -> set[str]:
+    """The jobs of ``expected`` that ``seen`` lacks, when more than churn explains; else none."""
+    want = set(expected)
+    missing = want - set(seen)
+    return missing if len(missing) > limits.allowed(len(want)) else set()
+
+
 def check_sprio(sprio_ids: Collection[str], listed: Collection[str], limits: ReadLimits) -> None:
     """sprio (read first) lists jobs squeue (read after it) does not."""
-    missing = set(sprio_ids) - set(listed)
-    if len(missing) > limits.allowed(len(sprio_ids)):
+    if missing := _lost(sprio_ids, listed, limits):
         raise SuspectRead("sprio_mismatch", f"sprio lists {len(missing)} pending job(s) squeue did not "
                           f"({_some(missing)}) of {len(set(sprio_ids))}")
 
@@ -86,16 +93,14 @@ def check_sprio(sprio_ids: Collection[str], listed: Collection[str], limits: Rea
 def check_sprio_covers(eligible: Collection[str], sprio_ids: Collection[str], limits: ReadLimits) -> None:
     """squeue lists pending jobs, eligible well before sprio ran, that sprio (which lists every eligible
     pending job) did not: the sprio output lost jobs."""
-    missing = set(eligible) - set(sprio_ids)
-    if len(missing) > limits.allowed(len(eligible)):
+    if missing := _lost(eligible, sprio_ids, limits):
         raise SuspectRead("sprio_mismatch", f"squeue lists {len(missing)} eligible pending job(s) that "
                           f"sprio did not ({_some(missing)}) of {len(set(eligible))}")
 
 
 def check_tres(pending: Collection[str], tres_ids: Collection[str], limits: ReadLimits) -> None:
     """``squeue -O`` (read second) lost pending jobs ``squeue -o`` (read first) listed."""
-    missing = set(pending) - set(tres_ids)
-    if len(missing) > limits.allowed(len(pending)):
+    if missing := _lost(pending, tres_ids, limits):
         raise SuspectRead("tres_mismatch", f"squeue -O lists {len(missing)} of {len(set(pending))} "
                           f"pending job(s) fewer than squeue -o ({_some(missing)})")
 
@@ -108,7 +113,7 @@ def vanished_sample(previous: Collection[str], listed: Collection[str], limits: 
     gone = before - set(listed)
     if len(before) < limits.drop_min_jobs or len(gone) <= limits.max_drop_share * len(before):
         return []
-    ordered = sorted(gone, key=lambda j: (len(j), j))
+    ordered = sorted(gone, key=job_order)
     return random.Random(seed).sample(ordered, min(limits.drop_sample, len(ordered)))
 
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Collection, Sequence
 from typing import Protocol, runtime_checkable
 
-from rltune_daemon.domain import Snapshot
+from rltune_daemon.domain import Snapshot, job_order
 from rltune_daemon.slurm.assemble import UNLIMITED_DEFAULT_S, ReadInfo, build_snapshot
 from rltune_daemon.slurm.errors import ControllerDown, SlurmError, SuspectRead
 from rltune_daemon.slurm.integrity import (
@@ -37,6 +37,7 @@ from rltune_daemon.slurm.parse import (
     SQUEUE_TRES_FORMAT,
     NodeRecord,
     PrioRecord,
+    TresRecord,
     parse_job_states,
     parse_sinfo_nodes,
     parse_sprio,
@@ -139,11 +140,7 @@ class SlurmReader:
         nodes = parse_sinfo_nodes(self.runner.run(sinfo_argv(parts)).stdout)
         listed = frozenset(j for j, _ in jobs.listed)
         previous, self._previous = self._previous, listed
-        pending = {j for j, s in jobs.listed if s == "PENDING"}
-        waiting = {t.job_id for t in tres.records if t.job_id in pending and t.eligible is not None
-                   and t.eligible < clock - SETTLE_S}
-        check_sprio_covers(waiting, {p.job_id for p in prio.records}, self.limits)
-        self._check(prio.records, jobs.listed, {t.job_id for t in tres.records}, nodes.records, previous)
+        self._check(clock, prio.records, jobs.listed, tres.records, nodes.records, previous)
         by_job: dict[str, list[PrioRecord]] = {}
         for p in prio.records:
             by_job.setdefault(p.job_id, []).append(p)
@@ -160,11 +157,18 @@ class SlurmReader:
         self._last = info
         return snap
 
-    def _check(self, prio: Sequence[PrioRecord], listed: Sequence[tuple[str, str]], tres: Collection[str],
-               nodes: Sequence[NodeRecord], previous: frozenset[str] | None) -> None:
+    def _check(self, clock: float, prio: Sequence[PrioRecord], listed: Sequence[tuple[str, str]],
+               tres: Sequence[TresRecord], nodes: Sequence[NodeRecord], previous: frozenset[str] | None
+               ) -> None:
+        """The read checks of ``integrity``, in one place (see the module docstring there)."""
         ids = {j for j, _ in listed}
-        check_sprio({p.job_id for p in prio}, ids, self.limits)
-        check_tres({j for j, s in listed if s == "PENDING"}, tres, self.limits)
+        pending = {j for j, s in listed if s == "PENDING"}
+        prio_ids = {p.job_id for p in prio}
+        eligible = {t.job_id for t in tres if t.job_id in pending and t.eligible is not None
+                    and t.eligible < clock - SETTLE_S}
+        check_sprio(prio_ids, ids, self.limits)
+        check_sprio_covers(eligible, prio_ids, self.limits)
+        check_tres(pending, {t.job_id for t in tres}, self.limits)
         names = {n.name for n in nodes}
         if self.partitions:
             found = {n.partition for n in nodes}
@@ -193,7 +197,7 @@ class SlurmReader:
         for up to ``CONFIRM_BATCH`` ids, then (``single``) up to ``single_checks`` ids it did not list,
         asked one at a time, since only then does Slurm say that it no longer knows an id. Ids left
         unasked are ``unknown``: the caller asks again next cycle."""
-        ids = sorted(set(job_ids), key=lambda j: (len(j), j))
+        ids = sorted(set(job_ids), key=job_order)
         out = {j: Fate("unknown") for j in ids}
         if not ids:
             return out
