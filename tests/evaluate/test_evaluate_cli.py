@@ -180,8 +180,8 @@ def test_daemon_spec_runs_a_baseline_through_the_planner() -> None:
     re-plans only every interval and so differs from SJF ranked at every event."""
     from rltune_daemon.evaluate import EvalConfig, evaluate
     from rltune_daemon.evaluate.runner import make_controller
+    from rltune_daemon.service.simdaemon import DaemonModeController
     from rltune_daemon.sim.engine import Simulator
-    from rltune_daemon.sim.modes import DaemonModeController
 
     cfg = EvalConfig("testbed", ("multifactor", "daemon:multifactor", "sjf", "daemon:sjf"), windows=2,
                      window_size=150, opts={"jobs": "2000"}, jobs=1, milp=False)
@@ -200,7 +200,7 @@ def test_daemon_spec_runs_a_baseline_through_the_planner() -> None:
 
         def on_tick(self, sim: Simulator) -> None:
             super().on_tick(sim)
-            Watch.written += sum(1 for v in self.site.values() if v)
+            Watch.written += sum(1 for v in self.slurm.site.values() if v)
 
     _, wins = heldout_windows(w, 2, 150, 0)
     sjf = make_controller("daemon:sjf", w, cfg)
@@ -226,8 +226,8 @@ def test_daemon_mode_queue_checks_replan_a_changed_queue_sooner() -> None:
     cycles alone, and far fewer cycles than ticks."""
     from rltune_daemon.evaluate import EvalConfig
     from rltune_daemon.evaluate.runner import make_controller
+    from rltune_daemon.service.simdaemon import DaemonModeController
     from rltune_daemon.sim.engine import Simulator
-    from rltune_daemon.sim.modes import DaemonModeController
 
     w = load_workload("testbed", estimates="user", seed=0, jobs="2000")
     _, wins = heldout_windows(w, 1, 200, 0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,6 +117,7 @@ class ScriptedBackend:
     checks: int = 0
     fates: dict[str, Fate] = field(default_factory=dict)  # confirm(): default "ended"
     confirmed: list[list[str]] = field(default_factory=list)
+    sim_clock: float = 0.0
     _last: ReadInfo | None = None
 
     @property
@@ -162,7 +164,11 @@ class ScriptedBackend:
         return 0
 
     def tick(self, interval: float) -> float:
+        self.sim_clock += interval  # named "sim": a simulated clock that moves by the asked step
         return 0.0
+
+    def clock(self) -> float:
+        return time.monotonic() if self.name == "slurm" else self.sim_clock
 
     def done(self) -> bool:
         return False

@@ -147,7 +147,7 @@ def _dry_runs_without_accounting(tmp_path: Path, cycles: int, **kw: Any) -> tupl
     Returns the daemon and what it printed."""
     cfg = config(tmp_path, backend="sim", sim__jobs=120, sim__speedup=0, dry_run=True, **kw)
     backend = _NoAccounting(cfg)
-    backend.slurm.advance(3600.0)
+    backend.slurm.skip(3600.0)
     out = io.StringIO()
     d = _daemon(cfg, backend, out)
     assert [d.cycle().outcome for _ in range(cycles)] == ["dry_run"] * cycles
@@ -272,7 +272,7 @@ class _FlakyAccounting(SimBackend):
 def test_history_is_said_to_recover_only_when_a_read_worked(tmp_path: Path) -> None:
     cfg = config(tmp_path, backend="sim", sim__jobs=120, sim__speedup=0, dry_run=True, base_policy="qssf")
     backend = _FlakyAccounting(cfg)
-    backend.slurm.advance(3600.0)
+    backend.slurm.skip(3600.0)
     d = _daemon(cfg, backend, io.StringIO())
     events = []
     for _ in range(3):

@@ -13,6 +13,7 @@ import pytest
 
 from rltune_daemon.policies.multifactor import Multifactor
 from rltune_daemon.service.simbackend import SimSlurm
+from rltune_daemon.sim.controller import PolicyController
 from rltune_daemon.sim.engine import simulate
 from rltune_daemon.slurm.writer import JobUpdate, UpdateStatus
 from rltune_daemon.traces import load_workload
@@ -25,13 +26,16 @@ def small():  # type: ignore[no-untyped-def]
 
 
 def test_untouched_sim_equals_the_engine(small) -> None:  # type: ignore[no-untyped-def]
-    """With no updates, stepping the simulated Slurm cycle by cycle gives the engine's own run."""
-    s = SimSlurm(small)
+    """With no updates, stepping the simulated Slurm check by check gives the engine's own run under
+    multifactor with a scheduling pass at the same ticks."""
+    s = SimSlurm(small, tick=60.0)
     while not s.done():
         s.read()
-        s.advance(60.0)
+        assert s.advance() > 0
     ours = s.summary(baseline=False)["daemon"]
-    ref = simulate(s.workload, Multifactor()).metrics
+    ticking = PolicyController(Multifactor())
+    ticking.interval = 60.0
+    ref = simulate(s.workload, ticking).metrics
     for k in ("jobs", "wait_mean", "wait_p95", "utilization", "makespan"):
         assert np.isclose(ours[k], ref[k]), k
 
@@ -40,15 +44,16 @@ def test_summary_mid_run_counts_running_jobs_up_to_now(small) -> None:  # type: 
     """Stopped early (``max_cycles``), the summary reports utilisation so far, not 0 or NaN."""
     s = SimSlurm(small)
     while not s.read().running:
-        s.advance(60.0)
-    s.advance(600.0)
+        s.advance()
+    for _ in range(10):
+        s.advance()
     mid = s.summary(baseline=False)["daemon"]
     assert 0.0 < mid["utilization"] <= 1.0 and np.isfinite(mid["wait_mean"])
 
 
 def _busy(s: SimSlurm, pending: int = 3) -> None:
     while len(s.read().pending) < pending:
-        s.advance(60.0)
+        s.advance()
         assert not s.done()
 
 
@@ -100,5 +105,5 @@ def test_queue_check_matches_the_read_until_a_job_arrives_starts_or_ends(small) 
     assert s.last is not None and s.queue() == s.last.queue
     before = s.last.queue
     while s.queue() == before:
-        s.advance(5.0)
+        s.advance()
     assert s.queue() != before and not s.done()

@@ -30,8 +30,8 @@ def _nets(seed: int) -> tuple[Actor, Critic]:
 
 
 def test_recorded_steps_match_the_torch_networks() -> None:
+    from rltune_daemon.service.simdaemon import planner_controller
     from rltune_daemon.sim import Simulator
-    from rltune_daemon.sim.modes import planner_controller
     from rltune_daemon.traces import load_workload, split_by_time
     from rltune_daemon.train.ppo import episode_workload
 

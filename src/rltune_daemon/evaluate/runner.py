@@ -108,7 +108,7 @@ def make_controller(spec: str, train: Workload, cfg: EvalConfig) -> Controller:
 def _planned(policy: Policy, cfg: EvalConfig, mode: str, placement: bool, leave_order: bool = False
              ) -> Controller:
     from rltune_daemon.planner.config import PlannerConfig, guard_reference
-    from rltune_daemon.sim.modes import planner_controller
+    from rltune_daemon.service.simdaemon import planner_controller
 
     placement = cfg.milp and placement
     planner = PlannerConfig(placement=placement, effects=cfg.sim_config().effects,

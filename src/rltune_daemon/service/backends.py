@@ -44,7 +44,11 @@ class Backend(Protocol):
         """Slurm commands run in the current cycle."""
 
     def tick(self, interval: float) -> float:
-        """After a cycle: advance (simulator) and return the wall seconds to wait before the next one."""
+        """After a cycle or a queue check: advance (simulator: to its next check) and return the wall
+        seconds to wait before the next check."""
+
+    def clock(self) -> float:
+        """Seconds on the clock the cycles are timed by: wall time live, simulated time offline."""
 
     def done(self) -> bool:
         """Nothing left to do (a finished simulated workload); a live cluster never is."""
@@ -113,6 +117,9 @@ class SlurmBackend:
     def tick(self, interval: float) -> float:
         return interval
 
+    def clock(self) -> float:
+        return time.monotonic()
+
     def done(self) -> bool:
         return False
 
@@ -150,7 +157,8 @@ class SimBackend:
         workload = load_workload(s.workload, seed=s.seed)
         if s.jobs:
             workload = workload.with_jobs(workload.jobs[: s.jobs], jobs_limit=s.jobs)
-        self.slurm = SimSlurm(workload)
+        tick = cfg.react if 0 < cfg.react < cfg.interval else cfg.interval
+        self.slurm = SimSlurm(workload, tick=tick)
         self.speedup = s.speedup
         self.workload = workload
         self.until = self.slurm.sim.now + s.hours * 3600.0 if s.hours else float("inf")
@@ -178,8 +186,11 @@ class SimBackend:
         return 0
 
     def tick(self, interval: float) -> float:
-        self.slurm.advance(interval)
-        return interval / self.speedup if self.speedup > 0 else 0.0
+        moved = self.slurm.advance()  # the simulated Slurm's own check grid (``tick`` above), as offline
+        return moved / self.speedup if self.speedup > 0 else 0.0
+
+    def clock(self) -> float:
+        return self.slurm.sim.now
 
     def done(self) -> bool:
         return self.slurm.done() or self.slurm.sim.now >= self.until

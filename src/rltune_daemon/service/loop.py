@@ -35,6 +35,7 @@ from rltune_daemon.service.metrics import Metrics
 from rltune_daemon.service.notify import Notifier
 from rltune_daemon.service.policy import CountingPlacer, PolicyChoice, choose_policy, trained_under
 from rltune_daemon.service.statefile import DaemonState, StateError, StateFile
+from rltune_daemon.service.steer import steer
 from rltune_daemon.slurm.errors import (
     CallBudgetExceeded,
     CommandTimeout,
@@ -293,6 +294,18 @@ class Daemon:
         check_alive(fates)
         return fates
 
+    def _plan(self, snap: Snapshot, rep: CycleReport) -> Plan:
+        """The plan of the chosen policy; a model that fails is replaced by the base policy for good
+        and the plan made again (a failure of the base policy itself skips the cycle)."""
+        try:
+            return make_plan(snap, self.choice.policy, self.planner_cfg, self.memory, self.placer)
+        except Exception as exc:
+            if not (self.choice.model and not self.choice.fallback):
+                raise
+            self._drop_model(exc)
+            rep.policy, rep.fallback = self.choice.label, self.choice.fallback
+            return make_plan(snap, self.choice.policy, self.planner_cfg, self.memory, self.placer)
+
     def _cycle(self, rep: CycleReport, t0: float) -> None:
         try:
             snap = self.backend.read()
@@ -311,26 +324,21 @@ class Daemon:
         display = info.display_ids if info is not None else {}
         rep.jobs_seen, rep.running, rep.unparsed = len(snap.pending), len(snap.running), len(unparsed)
         self.metrics.observe_snapshot(snap)
-        before = len(self.state.jobs)
-        for note in self.applier.reconcile(self.state, snap, unknown, fates):
-            self.log.warning("reconcile", cycle=rep.cycle, note=note)
-        rep.forgotten = before - len(self.state.jobs)
         self._learn_history(rep)
-        plan_snap = self.applier.planning_snapshot(self.state, snap)
         fallbacks_before = self.placer.fallbacks.copy()
         try:
-            the_plan = make_plan(plan_snap, self.choice.policy, self.planner_cfg, self.memory, self.placer)
+            step = steer(self.applier, self.state, snap, lambda s: self._plan(s, rep), site_unknown=unknown,
+                         fates=fates, leave_order=self.choice.leave_order,
+                         max_updates=self.cfg.slurm.max_updates_per_cycle,
+                         on_note=lambda note: self.log.warning("reconcile", cycle=rep.cycle, note=note))
         except Exception as exc:
-            if not (self.choice.model and not self.choice.fallback):
-                self._error(rep, exc, "plan")
-                return
-            self._drop_model(exc)
-            rep.policy, rep.fallback = self.choice.label, self.choice.fallback
-            the_plan = make_plan(plan_snap, self.choice.policy, self.planner_cfg, self.memory, self.placer)
-        self._count_placer_fallbacks(rep, fallbacks_before)
-        the_plan = self.last_plan = self.applier.relabel(the_plan, self.state)
-        decision = self.applier.decide(self.state, snap, the_plan, leave_order=self.choice.leave_order,
-                                       site_unknown=unknown).limit(self.cfg.slurm.max_updates_per_cycle)
+            self._error(rep, exc, "plan")
+            return
+        finally:
+            self._count_placer_fallbacks(rep, fallbacks_before)
+        rep.forgotten = step.forgotten
+        the_plan = self.last_plan = step.plan
+        decision = step.decision
         rep.deferred = decision.deferred
         self.metrics.deferred_updates.set(decision.deferred)
         updates = decision.updates()
@@ -480,19 +488,18 @@ class Daemon:
 
     def _wait(self, cycle_seconds: float) -> str:
         """Until the next cycle: ``interval`` after this one began, or sooner when a queue check (every
-        ``react`` seconds) sees a job arrive, start or end. Returns what ended the wait."""
+        ``react`` seconds) sees a job arrive, start or end. Returns what ended the wait. Time is the
+        backend's clock: wall time on a cluster (where the cycle itself took some), simulated time on
+        the simulator (whose clock moves only between cycles, on its own check grid)."""
         interval, react = self.cfg.interval, self.cfg.react
         step_max = react if 0 < react < interval else interval
-        live = self.backend.name == "slurm"
-        began = time.monotonic() - cycle_seconds
-        waited = cycle_seconds if live else 0.0
+        began = self.backend.clock() - (cycle_seconds if self.backend.name == "slurm" else 0.0)
         while self.stop_signal is None and not self.backend.done():
-            step = min(step_max, interval - waited)
+            step = min(step_max, interval - (self.backend.clock() - began))
             if step <= 1e-6:
                 break
             self._sleep(self.backend.tick(step))
-            waited = time.monotonic() - began if live else waited + step
-            if waited >= interval - 1e-6:
+            if self.backend.clock() - began >= interval - 1e-6:
                 break
             if self._queue_changed():
                 return "queue"

@@ -1,11 +1,10 @@
-"""A simulated Slurm for ``--backend sim``: the daemon's own loop against the project's simulator.
+"""A simulated Slurm: the daemon's own backend against the project's simulator.
 
-Users without a cluster (or a test without root) get the full daemon: reads are Snapshots of the
-simulated cluster with Slurm-like multifactor priorities plus the SiteFactors the daemon set; writes
-go through the real writer's validation (``slurm.writer.prepare``, so refusals are identical) and then
-set SiteFactors and node restrictions in the simulator; every cycle advances the simulated clock by
-``interval``. Job ids are renumbered 1..N (Slurm ids are numbers); the trace's own ids are shown as
-display names.
+``SimulatedSlurm`` is Slurm's side (priorities with the daemon's SiteFactors, node restrictions, reads,
+validated writes) over a Simulator; ``SimSlurm`` adds the clock for ``--backend sim``. Offline daemon
+mode (``simdaemon``) runs the same ``SimulatedSlurm`` under the engine's ticks, so both run one
+planner -> applier -> writer path. Job ids are renumbered 1..N (Slurm ids are numbers); the trace's own
+ids are shown as display names.
 """
 
 from __future__ import annotations
@@ -32,78 +31,58 @@ from rltune_daemon.slurm.integrity import Fate
 from rltune_daemon.slurm.writer import ApplyResult, JobResult, JobUpdate, UpdateStatus, prepare
 
 
-class _SlurmOrder(Controller):
-    """Slurm's order in the simulator: PriorityTier, then multifactor + SiteFactor."""
+class SimulatedSlurm:
+    """Slurm's side of a simulated cluster, as the daemon's backend sees it: each pending job's
+    priority is multifactor + the SiteFactor the daemon set, its ExcNodeList restricts where it may
+    start, reads are Snapshots and writes go through the real writer's validation. It reads and steers
+    a ``Simulator`` it is bound to (``bind``) and keeps no clock of its own: whoever owns the Simulator
+    moves time (``SimSlurm`` for ``--backend sim``, the engine's ticks in offline daemon mode).
 
-    name = "slurm"
+    Job ids are the row numbers 1..N (Slurm ids are digits; a trace's own ids are display names)."""
 
-    def __init__(self, owner: SimSlurm) -> None:
-        self.owner = owner
-
-    def order(self, sim: Simulator, pending: I64) -> I64:
-        return self.owner.order(pending)
-
-    def on_start(self, sim: Simulator, row: int) -> None:
-        self.owner.started(row)
-
-
-class SimSlurm:
-    """The simulated controller (see module docstring)."""
-
-    def __init__(self, workload: Workload, config: SimConfig | None = None,
-                 base: Multifactor | None = None) -> None:
-        jobs = tuple(dataclasses.replace(j, id=str(i + 1)) for i, j in enumerate(workload.jobs))
-        self.names = {str(i + 1): j.id for i, j in enumerate(workload.jobs)}
-        self.original = workload
-        self.workload = Workload(workload.name, workload.cluster, jobs, workload.estimates,
-                                 dict(workload.meta))
-        self.config = config or SimConfig()
+    def __init__(self, base: Multifactor | None = None, *, display: bool = True) -> None:
         self.base = base or Multifactor()
-        self.sim = Simulator(self.workload, _SlurmOrder(self), self.config)
+        self.display = display  # fill ReadInfo.display_ids (the dry-run table shows the trace's ids)
         self.site: dict[int, int] = {}
         self.exc: dict[int, tuple[str, ...]] = {}
-        self.node_index = {n: i for i, n in enumerate(self.sim.cl.names)}
+        self._sim: Simulator | None = None
         self._last: ReadInfo | None = None
+
+    def bind(self, sim: Simulator) -> None:
+        """Steer ``sim`` (once; later calls with the same simulator are free)."""
+        if sim is self._sim:
+            return
+        self._sim = sim
+        jobs = sim.workload.jobs
+        numbered = all(j.id == str(i + 1) for i, j in enumerate(jobs))
+        self.jobs = jobs if numbered else tuple(dataclasses.replace(j, id=str(i + 1))
+                                                for i, j in enumerate(jobs))
+        self.names = {str(i + 1): j.id for i, j in enumerate(jobs)}
+        self.node_index = {n: i for i, n in enumerate(sim.cl.names)}
         self._reported = np.zeros(len(jobs), dtype=np.bool_)  # finished runs already handed out
-        if jobs:
-            self.sim.now = float(jobs[0].submit)
-            self.advance_to(self.sim.now)
+
+    @property
+    def sim(self) -> Simulator:
+        if self._sim is None:
+            raise RuntimeError("SimulatedSlurm.bind(simulator) first")
+        return self._sim
 
     # ---- Slurm's side --------------------------------------------------------------------------
 
-    def base_priority(self, rows: I64) -> I64:
+    def priority(self, rows: I64) -> tuple[I64, I64]:
+        """(multifactor + SiteFactor, at least 1 as Slurm floors it; the SiteFactors) of ``rows``."""
         sim = self.sim
-        view = QueueView(sim.table, rows, sim.now, sim.cl, sim.usage)
-        return self.base.priority(view).astype(np.int64)
+        base = self.base.priority(QueueView(sim.table, rows, sim.now, sim.cl, sim.usage)).astype(np.int64)
+        site = np.fromiter((self.site.get(int(r), 0) for r in rows), dtype=np.int64, count=len(rows))
+        return np.maximum(base + site, 1), site
 
     def order(self, pending: I64) -> I64:
-        prio = self.base_priority(pending)
-        site = np.fromiter((self.site.get(int(r), 0) for r in pending), dtype=np.int64, count=len(pending))
-        return tiered_order(self.sim, pending, -(np.maximum(prio + site, 1)).astype(np.float64))
+        """Slurm's start order: PriorityTier, then priority."""
+        return tiered_order(self.sim, pending, -self.priority(pending)[0].astype(np.float64))
 
     def started(self, row: int) -> None:
         self.site.pop(row, None)
         self.exc.pop(row, None)
-
-    def _pass(self) -> None:
-        """One scheduling pass, as slurmctld runs after a job update."""
-        drive(self.sim.schedule_pass())
-
-    def advance_to(self, t: float) -> None:
-        """Process arrivals and finishes up to time ``t`` (the engine's own event loop, paused at ``t``)."""
-        drive(self.sim.advance(until=t))
-        self.sim.now = max(self.sim.now, t)
-
-    def advance(self, seconds: float) -> None:
-        """Move the clock by ``seconds``; an idle cluster jumps to the next arrival."""
-        target = self.sim.now + seconds
-        nxt = self.sim.next_event()
-        if self.sim.idle() and math.isfinite(nxt):
-            target = max(target, nxt)
-        self.advance_to(target)
-
-    def done(self) -> bool:
-        return self.sim.idle() and math.isinf(self.sim.next_event())
 
     # ---- the daemon's side -----------------------------------------------------------------------
 
@@ -112,36 +91,31 @@ class SimSlurm:
         return self._last
 
     def read(self) -> Snapshot:
-        rows = self.sim.pending_rows()
-        prio = self.base_priority(rows)
-        order = {int(r): k for k, r in enumerate(self.order(rows))}
-        states = []
-        for r, p in zip(rows, prio, strict=True):
-            row = int(r)
-            site = self.site.get(row, 0)
-            states.append(PendingState(
-                priority=int(max(p + site, 1)), site_factor=site,
-                reason="Resources" if order.get(row) == 0 else "Priority",
-                exc_nodes=compress_hostlist(list(self.exc[row])) if row in self.exc else "",
-            ))
-        snap = self.sim.snapshot(states)
+        sim = self.sim
+        rows = sim.pending_rows()
+        prio, site = self.priority(rows)
+        first = int(tiered_order(sim, rows, -prio.astype(np.float64))[0]) if len(rows) else -1
+        states = [PendingState(
+            priority=int(p), site_factor=int(s), reason="Resources" if int(r) == first else "Priority",
+            exc_nodes=compress_hostlist(list(self.exc[int(r)])) if int(r) in self.exc else "",
+        ) for r, p, s in zip(rows, prio, site, strict=True)]
+        snap = sim.snapshot(states, self.jobs)
         info = ReadInfo()
-        info.display_ids = {j.id: self.names[j.id] for j in snap.pending}
-        info.queue = self.queue()
+        if self.display:
+            info.display_ids = {j.id: self.names[j.id] for j in snap.pending}
+            info.queue = self.queue()
         self._last = info
         return snap
 
     def queue(self) -> frozenset[tuple[str, str]]:
         """``(job id, state)`` of pending and running jobs, as the Slurm reader's ``queue_signature``."""
-        ids = self.sim.table.ids
-        return frozenset([(ids[int(r)], "PENDING") for r in self.sim.pending_rows()]
-                         + [(ids[row], "RUNNING") for row in self.sim.allocs])
+        ids = self.jobs
+        return frozenset([(ids[int(r)].id, "PENDING") for r in self.sim.pending_rows()]
+                         + [(ids[row].id, "RUNNING") for row in self.sim.allocs])
 
     def confirm(self, job_ids: Collection[str]) -> dict[str, Fate]:
         """Finished jobs are ``ended``; pending and running ones ``alive``; ids it never had ``gone``."""
         sim = self.sim
-        running = set(sim.allocs)
-        pending = {int(r) for r in sim.pending_rows()}
         out: dict[str, Fate] = {}
         for job_id in job_ids:
             row = int(job_id) - 1 if job_id.isdigit() else -1
@@ -149,8 +123,8 @@ class SimSlurm:
                 out[job_id] = Fate("gone")
             elif not np.isnan(sim.end[row]):
                 out[job_id] = Fate("ended", "COMPLETED")
-            elif row in running or row in pending:
-                out[job_id] = Fate("alive", "RUNNING" if row in running else "PENDING")
+            elif row in sim.allocs or sim.is_pending[row]:
+                out[job_id] = Fate("alive", "RUNNING" if row in sim.allocs else "PENDING")
             else:
                 out[job_id] = Fate("other", "NOT_SUBMITTED")
         return out
@@ -158,6 +132,8 @@ class SimSlurm:
     def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], *,
               site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False,
               restore: bool = False) -> ApplyResult:
+        """Validate as the Slurm writer does, then set. The scheduling pass Slurm runs after a job
+        update is the one the clock's owner runs right after the daemon's cycle (the engine's tick)."""
         ups = {u.job_id: u for u in updates}
         prep = prepare(snapshot, ups.values(), site_factor_unknown=site_factor_unknown, restore=restore)
         if dry_run:
@@ -167,8 +143,6 @@ class SimSlurm:
         for job_id, line in prep.lines:
             self._set(int(job_id) - 1, ups[job_id])
             done.append(JobResult(job_id, UpdateStatus.APPLIED, "", line))
-        if done:
-            self._pass()  # Slurm schedules again after a job update
         return ApplyResult(prep.decided + tuple(done), 0 if done else None)
 
     def _set(self, row: int, u: JobUpdate) -> None:
@@ -200,8 +174,70 @@ class SimSlurm:
         rows = np.flatnonzero(~np.isnan(sim.end) & ~self._reported).astype(np.int64)
         self._reported[rows] = True
         t = sim.table
-        return FinishedRuns(tuple(t.ids[r] for r in rows), tuple(t.users[t.user[r]] for r in rows),
+        return FinishedRuns(tuple(self.jobs[r].id for r in rows), tuple(t.users[t.user[r]] for r in rows),
                             t.gpus[rows].astype(np.int64), sim.end[rows] - sim.start[rows], sim.end[rows])
+
+
+class _SlurmOrder(Controller):
+    """Slurm's order in the simulator, and its periodic scheduling pass every ``tick`` seconds: the
+    moments the daemon's queue checks and cycles happen (``SimSlurm.advance``)."""
+
+    name = "slurm"
+
+    def __init__(self, owner: SimulatedSlurm, tick: float) -> None:
+        self.owner = owner
+        self.interval = tick
+
+    def order(self, sim: Simulator, pending: I64) -> I64:
+        return self.owner.order(pending)
+
+    def on_start(self, sim: Simulator, row: int) -> None:
+        self.owner.started(row)
+
+
+class SimSlurm(SimulatedSlurm):
+    """The simulated controller of ``--backend sim``: a ``SimulatedSlurm`` that owns its Simulator and
+    its clock. The clock moves from one queue check to the next on the engine's own tick grid (every
+    ``tick`` seconds: the daemon's ``react``, else its ``interval``; idle stretches skipped), and the
+    daemon's cycle at a tick sees the queue before the jobs that arrive or end at that instant, exactly
+    as offline daemon mode does (``simdaemon``), so both give the same schedule."""
+
+    def __init__(self, workload: Workload, config: SimConfig | None = None,
+                 base: Multifactor | None = None, tick: float = 60.0) -> None:
+        super().__init__(base)
+        jobs = tuple(dataclasses.replace(j, id=str(i + 1)) for i, j in enumerate(workload.jobs))
+        self.original = workload
+        self.workload = Workload(workload.name, workload.cluster, jobs, workload.estimates,
+                                 dict(workload.meta))
+        self.config = config or SimConfig()
+        self.bind(Simulator(self.workload, _SlurmOrder(self, tick), self.config))
+        self.names = {str(i + 1): j.id for i, j in enumerate(workload.jobs)}
+        if jobs:
+            self.sim.now = float(self.sim.next_tick)  # the first cycle: before the first arrival
+
+    def advance(self) -> float:
+        """To the next queue check: the scheduling pass of the tick at ``now`` (it follows the daemon's
+        cycle there, as after a job update), the events up to the next tick, then that tick's moment.
+        Returns the simulated seconds moved."""
+        sim = self.sim
+        t0 = sim.now
+        drive(sim.advance(until=t0))
+        nxt = sim.next_tick
+        if math.isinf(nxt):
+            drive(sim.advance())
+            return sim.now - t0
+        drive(sim.advance(until=float(np.nextafter(nxt, -math.inf))))
+        sim.now = nxt
+        return nxt - t0
+
+    def skip(self, seconds: float) -> None:
+        """Check by check (no daemon cycle) until ``seconds`` have passed: a busier starting point."""
+        until = self.sim.now + seconds
+        while self.sim.now < until and not self.done():
+            self.advance()
+
+    def done(self) -> bool:
+        return self.sim.idle() and math.isinf(self.sim.next_event())
 
     # ---- results ---------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from rltune_daemon.domain.arrays import F64, I64, ClusterArrays, JobTable
+from rltune_daemon.domain.jobs import Job
 from rltune_daemon.domain.plan import PlacementKind
 from rltune_daemon.domain.snapshot import NodeAlloc, NodeState, PendingState, RunningJob, Snapshot
 from rltune_daemon.domain.workload import Workload
@@ -152,10 +153,12 @@ class Simulator:
             self._version += 1
         self._has_hint[row] = False
 
-    def snapshot(self, states: list[PendingState] | None = None) -> Snapshot:
+    def snapshot(self, states: list[PendingState] | None = None, jobs: tuple[Job, ...] | None = None
+                 ) -> Snapshot:
         """The typed Snapshot a live Slurm source would give for the current state (``states``:
-        scheduler state per pending row, in ``pending_rows()`` order; default all zero)."""
-        jobs = self.workload.jobs
+        scheduler state per pending row, in ``pending_rows()`` order; default all zero). ``jobs``: the
+        workload's jobs as the source names them (one per row; default the workload's own)."""
+        jobs = self.workload.jobs if jobs is None else jobs
         cl = self.cl
         rows = self.pending_rows()
         pend = tuple(jobs[int(r)] for r in rows)
@@ -458,6 +461,11 @@ class Simulator:
     def idle(self) -> bool:
         """Nothing running and nothing pending."""
         return not self._heap and not len(self.pending_rows())
+
+    @property
+    def next_tick(self) -> float:
+        """When the controller's next periodic tick is due (inf: none)."""
+        return self._next_tick
 
     def next_event(self) -> float:
         """Time of the next arrival or finish (inf when none is left)."""

@@ -145,7 +145,7 @@ def rollout_planner(args: TrainArgs) -> PlannerConfig:
 
 def rollout_controller(policy: Policy, args: TrainArgs) -> Controller:
     """How every rollout and warm-start episode runs ``policy`` (``args.mode``, ``args.react``)."""
-    from rltune_daemon.sim.modes import planner_controller
+    from rltune_daemon.service.simdaemon import planner_controller
 
     return planner_controller(policy, args.mode, placement=False, config=rollout_planner(args),
                               interval=INTERVAL_DEFAULT, react=args.react)

@@ -1,0 +1,46 @@
+"""One decision of the daemon: settle the undo record against a read, plan, choose the writes.
+
+The live daemon (``loop``) and offline daemon mode (``simdaemon``) both call ``steer`` and then write
+with ``Applier.begin`` -> backend ``apply`` -> ``Applier.settle``, so a simulated evaluation measures the
+decisions a real cluster gets, not an approximation of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+
+from rltune_daemon.domain import Plan, Snapshot
+from rltune_daemon.service.applier import Applier, Decision
+from rltune_daemon.service.statefile import DaemonState
+from rltune_daemon.slurm.integrity import Fate
+
+
+@dataclass
+class Step:
+    """What ``steer`` decided: the plan (as logged), the writes, notes from settling the record, and
+    how many records Slurm's word let go."""
+
+    plan: Plan
+    decision: Decision
+    notes: list[str]
+    forgotten: int
+
+
+def steer(applier: Applier, state: DaemonState, snap: Snapshot, planner: Callable[[Snapshot], Plan], *,
+          site_unknown: Collection[str] = frozenset(), fates: Mapping[str, Fate] | None = None,
+          leave_order: bool = False, max_updates: int, on_note: Callable[[str], None] | None = None
+          ) -> Step:
+    """``planner`` sees ``snap`` with hands-off jobs marked admin-owned; at most ``max_updates`` jobs'
+    updates are chosen (the most urgent first, ``Decision.limit``). ``on_note`` hears each note of the
+    settling as it is made, so a planner that fails later does not lose them."""
+    before = len(state.jobs)
+    notes = applier.reconcile(state, snap, site_unknown, fates)
+    for note in notes:
+        if on_note is not None:
+            on_note(note)
+    forgotten = before - len(state.jobs)
+    plan = applier.relabel(planner(applier.planning_snapshot(state, snap)), state)
+    decision = applier.decide(state, snap, plan, leave_order=leave_order,
+                              site_unknown=site_unknown).limit(max_updates)
+    return Step(plan, decision, notes, forgotten)
