@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "rltune_daemon.cli.bench_cmd",
     "rltune_daemon.cli.train_cmd",
     "rltune_daemon.cli.heldout_cmd",
+    "rltune_daemon.cli.replay_cmd",
 )
 
 

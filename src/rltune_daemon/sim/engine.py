@@ -99,6 +99,8 @@ class Simulator:
         self._arrived = 0  # rows before this one have been submitted (the arrival cursor)
         interval = controller.interval
         self._next_tick = float(self.table.submit[0]) if (interval and n) else math.inf
+        self._next_pass = math.inf  # the next grid pass that an event asked for (``pass_period`` > 0)
+        self._main_only = False  # a pass without backfill (``main_at_events``)
         self.dropped = [self.table.ids[i] for i in np.flatnonzero(~self.shapes.feasible)]
         sh = self.shapes
         self._groups = np.unique(sh.group) if n else np.zeros(0, dtype=np.int64)
@@ -343,7 +345,7 @@ class Simulator:
         head), the head itself, and at most ``bf_max_job_test`` positions of that partition after it,
         of which the ones that cannot start (``maybe`` false) only while they can still get one of the
         partition's ``bf_reservations``."""
-        depth = self.config.bf_max_job_test if self.config.backfill else 0
+        depth = self.config.bf_max_job_test if self.config.backfill and not self._main_only else 0
         cap = max(1, self.config.bf_reservations)
         if self._one_partition:
             blocked = np.flatnonzero(~maybe)
@@ -507,21 +509,52 @@ class Simulator:
     def advance(self, until: float = math.inf) -> Generator[I64, I64, None]:
         """The event loop, resumable: process arrivals, finishes and controller ticks up to ``until``,
         with a scheduling pass after each that can start something. Yields like ``schedule_pass``."""
+        period = self.config.pass_period
         while True:
             t_event = self.next_event()
-            if math.isinf(t_event):
+            t_pass = self._next_pass  # inf unless passes run on a grid (``SimConfig.pass_period``)
+            if math.isinf(t_event) and math.isinf(t_pass):
                 return
-            now = min(t_event, self._next_tick)
+            now = min(t_event, self._next_tick, t_pass)
             if now > until:
                 return
-            if self._next_tick <= t_event:  # the tick first (module docstring)
+            if self._next_tick <= min(t_event, t_pass):  # the tick first (module docstring)
                 self.now = now
                 self._tick(now)
-                yield from self.schedule_pass()
+                if period > 0:
+                    yield from self._main_pass()
+                    self._defer_pass(now, period)
+                else:
+                    yield from self.schedule_pass()
                 continue
-            freed, new = self._events_at(now)
-            if freed or (len(new) and self._prefilter(new).any()):
-                yield from self.schedule_pass()
+            if t_event <= t_pass:
+                freed, new = self._events_at(now)
+                if freed or (len(new) and self._prefilter(new).any()):
+                    if period > 0:
+                        yield from self._main_pass()
+                        self._defer_pass(now, period)
+                    else:
+                        yield from self.schedule_pass()
+                continue
+            self.now = now  # a pass on the grid, after the events of its instant
+            self._next_pass = math.inf
+            yield from self.schedule_pass()
+
+    def _main_pass(self) -> Generator[I64, I64, None]:
+        """With ``main_at_events``: Slurm's main scheduler at the event itself, which starts jobs in
+        priority order up to each partition's first blocked job and backfills nothing."""
+        if not self.config.main_at_events:
+            return
+        self._main_only = True
+        try:
+            yield from self.schedule_pass()
+        finally:
+            self._main_only = False
+
+    def _defer_pass(self, now: float, period: float) -> None:
+        """The pass an event asks for runs at the next point of the ``period`` grid (from the first
+        submit), as Slurm's backfill thread starts jobs only when it next wakes up."""
+        self._next_pass = min(self._next_pass, math.ceil(now / period - 1e-9) * period)
 
     def iterate(self) -> Generator[I64, I64, SimResult]:
         """The event loop as a generator: yields pending rows whenever an external controller must

@@ -96,6 +96,9 @@ class LocalCluster:
     test_user: str | None = "rltuser"
     link_etc: bool = False
     timeout: float = 300.0
+    # slurm.conf lines that replace the template's (key -> value), e.g. `rltune replay`'s time-scaled
+    # SchedulerParameters and priority settings; empty keeps the template exactly as the tests know it.
+    conf_overrides: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir)
@@ -141,6 +144,7 @@ class LocalCluster:
         env["WITH_DBD"] = "1" if self.with_dbd else "0"
         env["TEST_USER"] = self.test_user or ""
         env["LINK_ETC"] = "1" if self.link_etc else "0"
+        env["RLTUNE_SLURM_CONF_OVERRIDES"] = "\n".join(f"{k}={v}" for k, v in self.conf_overrides.items())
         return env
 
     def _script(self, name: str, extra_env: dict[str, str] | None = None) -> str:

@@ -19,6 +19,9 @@
 #   WITH_DBD=1                    also slurmdbd + a private MariaDB (Age/Fairshare/TRES factors,
 #                                 periodic priority recalculation, sacct). Ports: RLTUNE_SLURMDBD_PORT
 #                                 [6819], RLTUNE_SLURM_MYSQL_PORT [3307]
+#   RLTUNE_SLURM_CONF_OVERRIDES   lines `Key=Value` that replace every line setting Key in slurm.conf
+#                                 (or are appended; `Key=` removes it); e.g. `rltune replay`'s
+#                                 time-scaled parameters
 set -euo pipefail
 
 HERE="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)"
@@ -95,6 +98,18 @@ if [ "$WITH_DBD" = 1 ]; then
   sed -i -e '/#NODBD$/d' -e 's/^#DBD //' "$CONF"
   render "$HERE/slurmdbd.conf.in" "$STATE/etc/slurmdbd.conf"
   chmod 0600 "$STATE/etc/slurmdbd.conf"
+fi
+# Overrides last, so they win over the template and the WITH_DBD lines alike. Keys are plain words and
+# values carry no '|' (the sed delimiter): anything else is refused rather than half-applied.
+if [ -n "${RLTUNE_SLURM_CONF_OVERRIDES:-}" ]; then
+  while IFS= read -r line; do
+    [ -n "$line" ] || continue
+    key="${line%%=*}"
+    [[ "$key" =~ ^[A-Za-z][A-Za-z0-9]*$ ]] && [[ "$line" == *=* ]] && [[ "$line" != *"|"* ]] \
+      || die "bad slurm.conf override '$line' (expected Key=Value)"
+    sed -i -E "/^[[:space:]]*${key}[[:space:]]*=/Id" "$CONF"
+    [ -z "${line#*=}" ] || printf '%s\n' "$line" >> "$CONF"   # `Key=` alone: only remove it
+  done <<< "$RLTUNE_SLURM_CONF_OVERRIDES"
 fi
 # Fake GPU device nodes for every File= in gres.conf (char 1,3 == /dev/null).
 for spec in $(sed -n 's/.*File=\([^ ]*\).*/\1/p' "$STATE/etc/gres.conf"); do
