@@ -1,6 +1,7 @@
 """``rltune bench``: timings as benchmarks (never as test assertions). ``sim`` times one whole-trace
 simulation; ``decide`` times one daemon decision (see ``bench_decide``); ``soak`` runs the daemon long
-and watches it from outside (see ``bench_soak``)."""
+and watches it from outside (see ``bench_soak``); ``cycle`` times the daemon's cycle stage by stage on
+the local Slurm (see ``bench_cycle``)."""
 
 from __future__ import annotations
 
@@ -21,10 +22,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s.add_argument("--repeat", type=int, default=1, help="runs; the JSON reports each and the best")
     add_bf_reservations(s)
     s.set_defaults(func=bench_sim)
-    from rltune_daemon.cli import bench_decide, bench_soak
+    from rltune_daemon.cli import bench_cycle, bench_decide, bench_soak
 
     bench_decide.register(bsub)
     bench_soak.register(bsub)
+    bench_cycle.register(bsub)
 
 
 def machine() -> dict[str, Any]:
