@@ -13,6 +13,7 @@ from rltune_daemon.planner.config import INTERVAL_DEFAULT, REACT_DEFAULT
 from rltune_daemon.policies.multifactor import Multifactor, MultifactorWeights
 from rltune_daemon.replay.arms import Arm
 from rltune_daemon.replay.window import ReplayWindow
+from rltune_daemon.service.simdaemon import DaemonModeController
 from rltune_daemon.sim.config import EffectsConfig, SimConfig
 from rltune_daemon.sim.controller import Controller, PolicyController
 from rltune_daemon.sim.engine import SimResult, Simulator
@@ -52,15 +53,11 @@ def controller(arm: Arm, win: ReplayWindow, weights: MultifactorWeights, trace: 
 
 def set_base(ctl: Controller, base: Multifactor) -> None:
     """Give a daemon-mode controller this cluster's multifactor: its simulated Slurm adds the daemon's
-    SiteFactors to a base priority that ``make_controller`` leaves at the evaluation's default formula.
-    (The base sits on the controller's simulated Slurm, or on the controller in older layouts.)"""
-    holder: object = getattr(ctl, "slurm", None)
-    if holder is None or not isinstance(getattr(holder, "base", None), Multifactor):
-        holder = ctl
-    if not isinstance(getattr(holder, "base", None), Multifactor):
-        raise RuntimeError(f"{type(ctl).__name__} has no multifactor base to replace: the replay cannot "
-                           "give its simulated daemon the cluster's own priority")
-    setattr(holder, "base", base)  # noqa: B010 (an attribute of one of two controller layouts)
+    SiteFactors to a base priority that ``make_controller`` leaves at the evaluation's default formula."""
+    if not isinstance(ctl, DaemonModeController):
+        raise RuntimeError(f"{type(ctl).__name__} is not a daemon-mode controller: the replay cannot give "
+                           "its simulated daemon the cluster's own priority")
+    ctl.slurm.base = base
 
 
 def simulate(arm: Arm, win: ReplayWindow, weights: MultifactorWeights, trace: str, pass_period: float = 0.0,
