@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rltune_daemon.cli.bench_soak import latency_stats as soak_latency_stats
 from rltune_daemon.errors import UserError
 
 DEFAULT_PENDING = "128,1024,10000"
@@ -180,12 +181,7 @@ def plan_churn(prev_order: Sequence[str], plan: Any, snap: Any, prev_base: Mappi
 
 def latency_stats(values: Sequence[float]) -> dict[str, float]:
     """n, p50, p95 and max of ``sbatch`` seconds, in ms (empty: {})."""
-    if not values:
-        return {}
-    v = sorted(values)
-    return {"n": len(v), "p50_ms": round(1000 * statistics.median(v), 1),
-            "p95_ms": round(1000 * v[min(len(v) - 1, int(0.95 * len(v)))], 1),
-            "max_ms": round(1000 * v[-1], 1)}
+    return soak_latency_stats(values, median_key="p50_ms")
 
 
 def split_latency(samples: Sequence[tuple[float, float]], cycles: Sequence[tuple[float, float]],

@@ -28,7 +28,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -190,11 +190,13 @@ class Latency:
             stop.wait(self.every)
 
 
-def _stats(values: list[float]) -> dict[str, float]:
+def latency_stats(values: Sequence[float], median_key: str = "median_ms") -> dict[str, float]:
+    """n, median, p95 and max of ``sbatch`` seconds, in ms (empty: {}); ``median_key`` names the
+    median as each benchmark's published results do."""
     if not values:
         return {}
     v = sorted(values)
-    return {"n": len(v), "median_ms": round(1000 * statistics.median(v), 1),
+    return {"n": len(v), median_key: round(1000 * statistics.median(v), 1),
             "p95_ms": round(1000 * v[min(len(v) - 1, int(0.95 * len(v)))], 1),
             "max_ms": round(1000 * v[-1], 1)}
 
@@ -267,10 +269,12 @@ def soak_live(jobs: int, cycles: int, model: str, interval: float, work: Path) -
                               check=False, cwd="/tmp").stdout.split()
         phase.extra.update({
             "pending_jobs": jobs, "interval": interval, "model": model,
-            "sbatch_before": _stats(baseline), "sbatch_during_first_cycle": _stats(during_first),
-            "sbatch_during_all_cycles": _stats([s for _, s in latency.times]),
-            "sbatch_inside_cycles": _stats([s for t, s in latency.times if inside(t)]),
-            "sbatch_between_cycles": _stats([s for t, s in latency.times if t <= last and not inside(t)]),
+            "sbatch_before": latency_stats(baseline),
+            "sbatch_during_first_cycle": latency_stats(during_first),
+            "sbatch_during_all_cycles": latency_stats([s for _, s in latency.times]),
+            "sbatch_inside_cycles": latency_stats([s for t, s in latency.times if inside(t)]),
+            "sbatch_between_cycles": latency_stats([s for t, s in latency.times
+                                                    if t <= last and not inside(t)]),
             "restore": {"restored_jobs": stopped.get("restored_jobs"),
                         "not_restored": stopped.get("not_restored"),
                         "seconds_from_sigterm": phase.extra.get("stop_s"),

@@ -35,7 +35,7 @@ from rltune_daemon.service.metrics import Metrics
 from rltune_daemon.service.notify import Notifier
 from rltune_daemon.service.policy import CountingPlacer, PolicyChoice, choose_policy, trained_under
 from rltune_daemon.service.statefile import DaemonState, StateError, StateFile
-from rltune_daemon.service.steer import steer
+from rltune_daemon.service.steer import steer, unlisted
 from rltune_daemon.slurm.errors import (
     CallBudgetExceeded,
     CommandTimeout,
@@ -286,8 +286,7 @@ class Daemon:
     def _confirm_missing(self, snap: Snapshot, unparsed: frozenset[str]) -> dict[str, Fate]:
         """Ask Slurm about recorded jobs the read did not list: only its word that a job is over lets
         its record go; a job it still lists as pending or running means the read missed it."""
-        seen = {j.id for j in snap.pending} | {r.job.id for r in snap.running} | unparsed
-        missing = [j for j in (*self.state.jobs, *self.state.hands_off) if j not in seen]
+        missing = unlisted(self.state, snap, unparsed)
         if not missing:
             return {}
         fates = self.backend.confirm(missing)

@@ -48,8 +48,9 @@ class SimulatedSlurm:
         self._sim: Simulator | None = None
         self._last: ReadInfo | None = None
 
-    def bind(self, sim: Simulator) -> None:
-        """Steer ``sim`` (once; later calls with the same simulator are free)."""
+    def bind(self, sim: Simulator, names: dict[str, str] | None = None) -> None:
+        """Steer ``sim`` (once; later calls with the same simulator are free). ``names``: display name
+        per job id (default the workload's own ids)."""
         if sim is self._sim:
             return
         self._sim = sim
@@ -57,7 +58,7 @@ class SimulatedSlurm:
         numbered = all(j.id == str(i + 1) for i, j in enumerate(jobs))
         self.jobs = jobs if numbered else tuple(dataclasses.replace(j, id=str(i + 1))
                                                 for i, j in enumerate(jobs))
-        self.names = {str(i + 1): j.id for i, j in enumerate(jobs)}
+        self.names = names if names is not None else {str(i + 1): j.id for i, j in enumerate(jobs)}
         self.node_index = {n: i for i, n in enumerate(sim.cl.names)}
         self._reported = np.zeros(len(jobs), dtype=np.bool_)  # finished runs already handed out
 
@@ -210,8 +211,8 @@ class SimSlurm(SimulatedSlurm):
         self.workload = Workload(workload.name, workload.cluster, jobs, workload.estimates,
                                  dict(workload.meta))
         self.config = config or SimConfig()
-        self.bind(Simulator(self.workload, _SlurmOrder(self, tick), self.config))
-        self.names = {str(i + 1): j.id for i, j in enumerate(workload.jobs)}
+        self.bind(Simulator(self.workload, _SlurmOrder(self, tick), self.config),
+                  {str(i + 1): j.id for i, j in enumerate(workload.jobs)})
         if jobs:
             self.sim.now = float(self.sim.next_tick)  # the first cycle: before the first arrival
 

@@ -23,7 +23,7 @@ from rltune_daemon.service.applier import Applier
 from rltune_daemon.service.config import MAX_UPDATES_DEFAULT
 from rltune_daemon.service.simbackend import SimulatedSlurm
 from rltune_daemon.service.statefile import DaemonState
-from rltune_daemon.service.steer import steer
+from rltune_daemon.service.steer import steer, unlisted
 from rltune_daemon.sim.controller import Controller, PolicyController
 from rltune_daemon.sim.engine import Simulator
 from rltune_daemon.sim.modes import EventModeController, default_placer
@@ -87,8 +87,7 @@ class DaemonModeController(Controller):
             if len(runs):
                 self.policy.learn_runs(runs)
         snap = slurm.read()
-        seen = {j.id for j in snap.pending} | {r.job.id for r in snap.running}
-        missing = [j for j in (*self.state.jobs, *self.state.hands_off) if j not in seen]
+        missing = unlisted(self.state, snap)
         fates = slurm.confirm(missing) if missing else {}
         step = steer(self.applier, self.state, snap, self._plan, fates=fates, leave_order=self.leave_order,
                      max_updates=self.max_updates)

@@ -27,6 +27,13 @@ class Step:
     forgotten: int
 
 
+def unlisted(state: DaemonState, snap: Snapshot, unparsed: Collection[str] = frozenset()) -> list[str]:
+    """Jobs the undo record (or the hands-off list) names that the read did not list: only Slurm's
+    word about them (``confirm``) may let their records go."""
+    seen = {j.id for j in snap.pending} | {r.job.id for r in snap.running} | set(unparsed)
+    return [j for j in (*state.jobs, *state.hands_off) if j not in seen]
+
+
 def steer(applier: Applier, state: DaemonState, snap: Snapshot, planner: Callable[[Snapshot], Plan], *,
           site_unknown: Collection[str] = frozenset(), fates: Mapping[str, Fate] | None = None,
           leave_order: bool = False, max_updates: int, on_note: Callable[[str], None] | None = None

@@ -521,23 +521,24 @@ class Simulator:
             if self._next_tick <= min(t_event, t_pass):  # the tick first (module docstring)
                 self.now = now
                 self._tick(now)
-                if period > 0:
-                    yield from self._main_pass()
-                    self._defer_pass(now, period)
-                else:
-                    yield from self.schedule_pass()
+                yield from self._pass_after_event(now, period)
                 continue
             if t_event <= t_pass:
                 freed, new = self._events_at(now)
                 if freed or (len(new) and self._prefilter(new).any()):
-                    if period > 0:
-                        yield from self._main_pass()
-                        self._defer_pass(now, period)
-                    else:
-                        yield from self.schedule_pass()
+                    yield from self._pass_after_event(now, period)
                 continue
             self.now = now  # a pass on the grid, after the events of its instant
             self._next_pass = math.inf
+            yield from self.schedule_pass()
+
+    def _pass_after_event(self, now: float, period: float) -> Generator[I64, I64, None]:
+        """The pass an event (or a tick) asks for: at once, or with ``period`` > 0 on the next grid
+        point (``_defer_pass``), after Slurm's main scheduler when ``main_at_events``."""
+        if period > 0:
+            yield from self._main_pass()
+            self._defer_pass(now, period)
+        else:
             yield from self.schedule_pass()
 
     def _main_pass(self) -> Generator[I64, I64, None]:
