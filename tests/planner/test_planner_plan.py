@@ -49,11 +49,23 @@ def test_plan_orders_by_policy_and_priorities_realize_it() -> None:
     ]
     p = plan(snapshot(pend, FULL), make_policy("sjf"))
     assert p.order == ("12", "11", "10")
-    # base = priority - site factor = 1500, 1400, 1200; targets reuse those values in plan order
-    assert [e.target_priority for e in p.entries] == [1500, 1400, 1200]
-    assert [e.site_factor for e in p.entries] == [1500 - 1200, 0, 1200 - 1500]
+    # base = priority - site factor = 1500, 1400, 1200; job 12 carries a SiteFactor already, so the
+    # jobs whose values can stay keep them (10 at 1500) and the others move above at the mean base gap
+    assert [e.target_priority for e in p.entries] == [1700, 1600, 1500]
+    assert [e.site_factor for e in p.entries] == [1700 - 1200, 1600 - 1400, 0]
     assert all(e.reason for e in p.entries)
     assert "up 2 (sjf)" in p.entries[0].reason
+
+
+def test_an_unsteered_tier_gets_its_own_priorities_in_plan_order() -> None:
+    pend = [
+        (Job("10", 0.0, 1, 7200.0, partition="gpu", user="a"), PendingState(priority=1500)),
+        (Job("11", 10.0, 1, 600.0, partition="gpu", user="b"), PendingState(priority=1400)),
+        (Job("12", 20.0, 2, 60.0, partition="gpu", user="c"), PendingState(priority=1200)),
+    ]
+    p = plan(snapshot(pend, FULL), make_policy("sjf"))
+    assert [e.target_priority for e in p.entries] == [1500, 1400, 1200]
+    assert [e.site_factor for e in p.entries] == [1500 - 1200, 0, 1200 - 1500]
 
 
 def test_current_site_factors_kept_when_they_already_give_the_order() -> None:
@@ -264,3 +276,15 @@ def test_slurm_and_simulator_snapshots_go_through_identical_code(monkeypatch: py
         planned = set(p.order) | {jid for jid, _ in p.skipped}
         assert planned == {j.id for j in snap.pending}
     assert seen == ["slurm", "simulator"]
+
+
+def test_scope_leaves_everyone_elses_jobs_alone() -> None:
+    pend = [
+        (Job("1", 0.0, 1, 7200.0, partition="gpu", user="alice", account="a"), PendingState(priority=1500)),
+        (Job("2", 0.0, 1, 60.0, partition="gpu", user="bob", account="a"), PendingState(priority=1400)),
+        (Job("3", 0.0, 1, 600.0, partition="gpu", user="alice", account="b"), PendingState(priority=1300)),
+    ]
+    p = plan(snapshot(pend, FULL), make_policy("sjf"), PlannerConfig(only_users=("alice",)))
+    assert p.order == ("3", "1") and dict(p.skipped) == {"2": "user outside [scope] users"}
+    p = plan(snapshot(pend, FULL), make_policy("sjf"), PlannerConfig(only_accounts=("a",)))
+    assert p.order == ("2", "1") and dict(p.skipped) == {"3": "account outside [scope] accounts"}

@@ -111,3 +111,14 @@ def test_hints_from_the_slurmctld_log(tmp_path: Path) -> None:
     assert jobs["7"].ever_excluded and jobs["7"].excluded == "p100-[1-2],k80-1"
     assert jobs["8"].ever_excluded and jobs["8"].excluded == ""
     assert not jobs["9"].ever_excluded
+
+
+def test_daemon_arm_on_an_existing_cluster_steers_only_the_replay_users_jobs(tmp_path: Path) -> None:
+    from rltune_daemon.replay.daemon_arm import scaled_config
+
+    settings = {"speedup": 60.0, "origin": 0.0, "conf": "", "base_policy": "sjf", "model": "",
+                "placement": True, "state_file": str(tmp_path / "s.json")}
+    own = scaled_config(settings).planner_config()
+    assert own.only_users == () and scaled_config(settings).slurm.partitions == ()  # its private cluster
+    shared = scaled_config({**settings, "scope_user": "alice", "partition": "gpu"})
+    assert shared.planner_config().only_users == ("alice",) and shared.slurm.partitions == ("gpu",)

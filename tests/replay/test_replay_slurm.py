@@ -120,3 +120,35 @@ def test_ctrl_c_cleans_up_jobs_daemon_and_cluster(tmp_path: Path, state_root: Pa
     ps = subprocess.run(["pgrep", "-af", "rltune_daemon.replay.daemon_arm"], capture_output=True, text=True,
                         check=False)
     assert str(out) not in ps.stdout
+
+
+def test_existing_cluster_is_left_running_and_nobody_elses_job_is_touched(tmp_path: Path,
+                                                                          state_root: Path) -> None:
+    """``--cluster existing``: the admin's cluster (here a private local one the test starts) is used
+    as it is and never stopped; another user's queued job is neither cancelled nor steered (the daemon
+    arm's scope, tested in test_replay_scaling, keeps it to the replay user's jobs in the partition)."""
+    from rltune_daemon.slurm.localcluster import LocalCluster
+
+    state_root.chmod(0o755)  # munged (the munge user) must traverse every parent of its socket
+    cluster = LocalCluster.private(state_root / "existing", message_timeout=5, timeout=180)
+    cluster.start()
+    env = cluster.env()
+    try:
+        other = subprocess.run(
+            ["runuser", "-u", "rltuser", "--", "sbatch", "--parsable", "-p", "gpu", "--gres=gpu:1",
+             "--begin=now+1hour", "-t", "5", "-o", "/dev/null", "--wrap", "sleep 60"],
+            env=env, capture_output=True, text=True, check=True, cwd="/tmp").stdout.strip()
+        cfg = ReplayConfig(arms=("daemon:sjf",), seeds=(0,), window_size=12, speedup=600.0,
+                           cluster="existing", partition="gpu", slurm_conf=str(cluster.conf),
+                           accounting=False, opts={"jobs": "2000"}, poll=0.25, out=str(tmp_path),
+                           state_root=str(state_root))
+        data = run_replay(cfg, progress_bar=False)
+        run = data["runs"][0]
+        assert run["submitted"] == run["finished"] == cfg.window_size and run["left_in_queue"] == 0
+        assert run["daemon_rc"] == 0
+        assert cluster.is_running()  # an existing cluster is never stopped
+        row = subprocess.run(["squeue", "-h", "-j", other, "-O", "JobID,State"], env=env,
+                             capture_output=True, text=True, check=True).stdout.split()
+        assert row == [other, "PENDING"]  # still queued: the replay cancels only ids it submitted
+    finally:
+        cluster.stop(purge=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,6 +95,7 @@ def hostile(busy: SlurmTestCluster) -> Iterator[tuple[SlurmTestCluster, dict[str
     c.cancel(*jobs)
     c.run("scontrol", "delete", f"ReservationName={RESERVATION}", check=False)
     c.scontrol("update", "NodeName=k80-1", "AvailableFeatures=", "ActiveFeatures=")
+    shutil.rmtree(base, ignore_errors=True)
 
 
 def test_fields_slurm_validates_refuse_hostile_text(busy: SlurmTestCluster) -> None:

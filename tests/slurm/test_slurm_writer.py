@@ -257,6 +257,26 @@ def test_controller_down_raises_before_writing(snap: Snapshot, meta: dict[str, s
     assert fake.calls() == ["scontrol ping"]
 
 
+def test_a_read_just_answered_stands_for_the_ping(snap: Snapshot, meta: dict[str, str],
+                                                  tmp_path: Path) -> None:
+    """The cycle's own read reached slurmctld a moment ago: writing needs no second ping; a read that
+    failed, or an older one, does not count."""
+    fake = FakeBin(tmp_path)
+    _scontrol(fake)
+    fake.add("squeue", stdout="")
+    runner = SlurmRunner(bin_dir=str(fake.path))
+    runner.run(["squeue"])
+    SlurmWriter(runner).apply(snap, [JobUpdate(meta["pd_typed"], site_factor=3)])
+    assert fake.calls() == ["squeue ", "scontrol "]
+    SlurmWriter(runner, fresh=0.0).apply(snap, [JobUpdate(meta["pd_untyped"], site_factor=4)])
+    assert fake.calls()[2:] == ["scontrol ping", "scontrol "]
+    fake.add("sinfo", rc=1, stderr="slurm_load_partitions: Unable to contact slurm controller\n")
+    runner.answered_at = None
+    runner.run(["sinfo"], check=False)
+    SlurmWriter(runner).apply(snap, [JobUpdate(meta["pd_untyped"], site_factor=5)])
+    assert fake.calls()[4:] == ["sinfo ", "scontrol ping", "scontrol "]
+
+
 def test_timeout_is_unknown(snap: Snapshot, meta: dict[str, str], tmp_path: Path) -> None:
     fake = FakeBin(tmp_path)
     _scontrol(fake, sleep=30)

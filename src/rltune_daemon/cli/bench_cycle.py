@@ -39,6 +39,7 @@ import json
 import math
 import multiprocessing as mp
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -262,8 +263,9 @@ def results_md(result: Mapping[str, Any]) -> str:
              f"{result['interval']:g} s; `[slurm]` write_batch {result['write_batch']}, write_rate "
              f"{result['write_rate']:g}/s, max_updates_per_cycle {result['max_updates_per_cycle']}.", "",
              "Stages in seconds; commands read/write (read: ping, sprio, squeue -o, squeue -O, sinfo, "
-             "plus confirm and sacct when they run; write: ping + one scontrol per batch of updates); "
-             "updates = jobs written; sbatch = a user's sbatch, p50/p95 in ms.", ""]
+             "plus confirm and sacct when they run; write: one scontrol per batch of updates, plus a ping "
+             "when slurmctld last answered more than 2 s before); updates = jobs written; "
+             "sbatch = a user's sbatch, p50/p95 in ms.", ""]
     head = ("| policy | pending | cycle | total | read | snapshot | history | features | actor | MILP | "
             "plan rest | write | pacing | state | cmds read/write | updates | sbatch in cycles | "
             "sbatch between |")
@@ -647,6 +649,7 @@ def bench_cycle(args: argparse.Namespace) -> int:
     from rltune_daemon.cli.bench_cmd import machine
     from rltune_daemon.cli.common import print_json
     from rltune_daemon.service.config import SlurmSection
+    from rltune_daemon.signals import sigterm_interrupts
     from rltune_daemon.slurm.localcluster import slurm_installed
 
     sizes = parse_sizes(args.pending)
@@ -677,11 +680,15 @@ def bench_cycle(args: argparse.Namespace) -> int:
         "interval": args.interval, "steady_cycles": args.steady, "sbatch_every": args.every,
         "accounting": args.accounting, "write_batch": slurm.write_batch, "write_rate": slurm.write_rate,
         "max_updates_per_cycle": slurm.max_updates_per_cycle, "runs": [], **machine()}
-    for spec in specs:
-        for n in sizes:
-            result["runs"].append(run_one(spec, n, args, work, say))
-            if args.out:  # after every run: an interrupted bench keeps what it measured
-                write_results(result, Path(args.out))
+    try:
+        with sigterm_interrupts():  # the daemon in this process must not swallow a stop: the cluster goes
+            for spec in specs:
+                for n in sizes:
+                    result["runs"].append(run_one(spec, n, args, work, say))
+                    if args.out:  # after every run: an interrupted bench keeps what it measured
+                        write_results(result, Path(args.out))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     short = dict(result)
     short["runs"] = [{k: v for k, v in r.items() if k not in ("cycles", "raw")} for r in result["runs"]]
     print_json(short)

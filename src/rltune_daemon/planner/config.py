@@ -50,6 +50,8 @@ class PlannerConfig:
     priority order, submit order (a bound on how long later jobs are ranked above it), or the earlier
     of the two (both promises at once, the default).
     ``exempt_*``: jobs the planner never touches (SLA-bound work keeps Slurm's own priority).
+    ``only_users``/``only_accounts``: when set, the planner touches no other user's/account's jobs
+    (a pilot on one team's work; a replay on a shared cluster steers only its own jobs).
     ``placement``: emit node hints."""
 
     top_k: int = 16
@@ -63,6 +65,8 @@ class PlannerConfig:
     exempt_partitions: tuple[str, ...] = ()
     exempt_users: tuple[str, ...] = ()
     exempt_accounts: tuple[str, ...] = ()
+    only_users: tuple[str, ...] = ()
+    only_accounts: tuple[str, ...] = ()
     effects: EffectsConfig = field(default_factory=EffectsConfig)
 
     def guard_seconds(self, time_limit: float) -> float:

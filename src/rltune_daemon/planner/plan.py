@@ -8,6 +8,7 @@ decision is computed by one code path whether the cluster is real or simulated.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,7 +21,7 @@ from rltune_daemon.placement.context import PlacementContext, Placer
 from rltune_daemon.placement.greedy import greedy_allocations, greedy_placer
 from rltune_daemon.placement.shapes import EligibilityIndex, job_shapes
 from rltune_daemon.planner.config import PlannerConfig
-from rltune_daemon.planner.priorities import realizes, site_factors, target_priorities
+from rltune_daemon.planner.priorities import realizes, retarget, site_factors
 from rltune_daemon.planner.reasons import describe
 from rltune_daemon.policies.base import Policy, QueueView
 
@@ -28,9 +29,25 @@ from rltune_daemon.policies.base import Policy, QueueView
 @dataclass
 class PlannerMemory:
     """State carried between cycles: since when each job has been below its guard position (its
-    multifactor position unless ``starvation_reference`` says otherwise)."""
+    multifactor position unless ``starvation_reference`` says otherwise); each job's base priority at
+    the last plan and the gap planned priorities keep (``priority_gap``)."""
 
     demoted_since: dict[str, float] = field(default_factory=dict)
+    last_base: dict[str, int] = field(default_factory=dict)
+    gap: int = 1
+
+    def priority_gap(self, ids: Sequence[str], base: I64) -> int:
+        """Points between planned priorities: one more than the most the bases have moved in one cycle
+        (99th percentile over jobs), never shrinking. Slurm recomputes a job's age and fair share when
+        its SiteFactor is written and every other job's only at the next ``PriorityCalcPeriod``, so
+        jobs written a moment apart drift by about that much; targets closer than that invert at once
+        and would be rewritten every cycle, and a gap that shrank and grew again would rewrite them all."""
+        last = self.last_base
+        moved = [abs(int(b) - last[j]) for j, b in zip(ids, base, strict=True) if j in last]
+        if moved:
+            self.gap = max(self.gap, 1 + int(np.percentile(moved, 99)))
+        self.last_base = {j: int(b) for j, b in zip(ids, base, strict=True)}
+        return self.gap
 
 
 @dataclass(frozen=True)
@@ -67,6 +84,10 @@ def exemption(job_state: PendingState, qos: str, partition: str, user: str, acco
         return f"exempt user {user}"
     if account and account in cfg.exempt_accounts:
         return f"exempt account {account}"
+    if cfg.only_users and user not in cfg.only_users:
+        return "user outside [scope] users"
+    if cfg.only_accounts and account not in cfg.only_accounts:
+        return "account outside [scope] accounts"
     return ""
 
 
@@ -154,7 +175,8 @@ def plan_inputs(inp: PlanInputs, policy: Policy, cfg: PlannerConfig, mem: Planne
             del mem.demoted_since[jid]
     plan_rows = np.array(final, dtype=np.int64)
 
-    # priorities: reuse current SiteFactors when they already give the plan order
+    # priorities: reuse current SiteFactors when they already give the plan order, else move the fewest
+    gap = mem.priority_gap([table.ids[int(r)] for r in rows], inp.base[rows])
     current = table.priority[plan_rows].astype(np.int64)
     targets = np.empty(len(plan_rows), dtype=np.int64)
     tiers = table.tier[plan_rows]
@@ -162,7 +184,7 @@ def plan_inputs(inp: PlanInputs, policy: Policy, cfg: PlannerConfig, mem: Planne
         sel = np.flatnonzero(tiers == tier)
         cur = current[sel]
         in_order = realizes(cur, table.submit[plan_rows[sel]])
-        targets[sel] = cur if in_order else target_priorities(inp.base[plan_rows[sel]])
+        targets[sel] = cur if in_order else retarget(cur, inp.base[plan_rows[sel]], gap)
     sites = site_factors(inp.base[plan_rows], targets)
 
     # placement for the top-K jobs that can start now

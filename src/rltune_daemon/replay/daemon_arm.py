@@ -61,12 +61,16 @@ class TraceClockBackend(SlurmBackend):
 def scaled_config(settings: dict[str, Any]) -> DaemonConfig:
     """The daemon's configuration for one arm (validated as usual), then the compressed cycle."""
     speedup = float(settings["speedup"])
+    slurm: dict[str, Any] = {"conf": settings["conf"], "max_calls_per_cycle": 1000}
+    scope: dict[str, Any] = {}
+    if settings.get("scope_user"):  # an existing cluster: nobody else's jobs, no other partition
+        scope["users"] = [settings["scope_user"]]
+        slurm["partitions"] = [settings["partition"]]
     cfg = load_config(
         None, interval=INTERVAL_DEFAULT, react=REACT_DEFAULT, base_policy=settings["base_policy"],
         model=settings.get("model", ""), state_file=settings["state_file"],
-        metrics={"enabled": False}, log={"format": "json", "level": "info"},
-        slurm={"conf": settings["conf"], "max_calls_per_cycle": 1000},
-        planner={"placement": bool(settings["placement"])},
+        metrics={"enabled": False}, log={"format": "json", "level": "info"}, slurm=slurm,
+        planner={"placement": bool(settings["placement"])}, scope=scope,
     )
     interval, react = scaled_cycle(speedup)
     # model_copy skips validation on purpose: the floors protect real clusters, not this one.

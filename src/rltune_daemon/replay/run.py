@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import re
 import signal
 import subprocess
@@ -34,6 +35,7 @@ from rltune_daemon.replay.scaling import JobRequest, checked_speedup, job_reques
 from rltune_daemon.replay.simulate import simulate
 from rltune_daemon.replay.submit import Submitted, Submitter, cancel
 from rltune_daemon.replay.window import ReplayWindow, replay_window
+from rltune_daemon.signals import sigterm_interrupts
 from rltune_daemon.sim.engine import SimResult
 
 DEFAULT_SPEEDUP = 120.0
@@ -187,6 +189,8 @@ def run_arm(cfg: ReplayConfig, arm: Arm, win: ReplayWindow, target: clusters.Tar
                         "base_policy": arm.policy if arm.kind == "daemon" else "multifactor",
                         "model": arm.policy if arm.kind == "rltune" else "", "placement": arm.hints,
                         "state_file": str(log.with_suffix(".state.json"))}
+            if target.local is None:  # a shared cluster: steer only this user's jobs in this partition
+                settings.update(scope_user=pwd.getpwuid(os.getuid()).pw_name, partition=target.partition)
             path = log.with_suffix(".settings.json")
             path.write_text(json.dumps(settings, indent=2))
             with open(log, "wb") as fh:
@@ -300,45 +304,36 @@ def run_replay(cfg: ReplayConfig, progress_bar: bool = True) -> dict[str, Any]:
     stop = threading.Event()
     t0 = time.monotonic()
     results: list[SeedResult] = []
-    previous = signal.getsignal(signal.SIGTERM)
-
-    def on_term(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, on_term)
     # seeds run one after another unless --parallel: each its own private cluster
     workers = 1 if existing is not None else max(1, min(cfg.parallel, len(cfg.seeds)))
-    try:
-        if workers == 1:
-            for seed in cfg.seeds:
-                results.append(run_seed(cfg, arms, seed, out, stop, progress, trace_cluster, existing))
-        else:
-            with ThreadPoolExecutor(workers) as pool:
-                futures = [pool.submit(run_seed, cfg, arms, s, out, stop, progress, trace_cluster, existing)
-                           for s in cfg.seeds]
-                try:
-                    while not all(f.done() for f in futures):
-                        time.sleep(0.2)
-                        for f in futures:
-                            if f.done() and f.exception() is not None:
-                                stop.set()
-                except BaseException:
-                    stop.set()
-                    raise
-                results = [f.result() for f in futures]
-    except BaseException:
-        stop.set()
-        raise
-    finally:
-        bar.close()
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, previous)
+    with sigterm_interrupts():
+        try:
+            if workers == 1:
+                for seed in cfg.seeds:
+                    results.append(run_seed(cfg, arms, seed, out, stop, progress, trace_cluster, existing))
+            else:
+                with ThreadPoolExecutor(workers) as pool:
+                    futures = [pool.submit(run_seed, cfg, arms, s, out, stop, progress, trace_cluster,
+                                           existing) for s in cfg.seeds]
+                    try:
+                        while not all(f.done() for f in futures):
+                            time.sleep(0.2)
+                            for f in futures:
+                                if f.done() and f.exception() is not None:
+                                    stop.set()
+                    except BaseException:
+                        stop.set()
+                        raise
+                    results = [f.result() for f in futures]
+        except BaseException:
+            stop.set()
+            raise
+        finally:
+            bar.close()
     wall = time.monotonic() - t0
     data = build_results(cfg, arms, results, wall)
     write_results(out, data, results)
     return data
-
 
 
 def resimulate(source: Path, out: Path, passes: str = "grid") -> dict[str, Any]:

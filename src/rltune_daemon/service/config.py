@@ -115,6 +115,18 @@ class ExemptSection(_Section):
         return _names(v)
 
 
+class ScopeSection(_Section):
+    """When a list is set, only jobs of those users / accounts are touched (a pilot on one team)."""
+
+    users: Names = ()
+    accounts: Names = ()
+
+    @field_validator("users", "accounts", mode="before")
+    @classmethod
+    def _split(cls, v: object) -> object:
+        return _names(v)
+
+
 class MetricsSection(_Section):
     enabled: bool = True
     bind: str = Field("127.0.0.1", min_length=1, description="address of the /metrics endpoint")
@@ -190,6 +202,7 @@ class DaemonConfig(BaseSettings):
     state_file: str = Field("", description="JSON record of every change (default under StateDirectory)")
     planner: PlannerSection = PlannerSection()
     exempt: ExemptSection = ExemptSection()
+    scope: ScopeSection = ScopeSection()
     metrics: MetricsSection = MetricsSection()
     slurm: SlurmSection = SlurmSection()
     log: LogSection = LogSection()
@@ -241,13 +254,13 @@ class DaemonConfig(BaseSettings):
         return Path(sd) / "state.json" if sd else Path(DEFAULT_STATE_FILE)
 
     def planner_config(self) -> PlannerConfig:
-        p, e = self.planner, self.exempt
+        p, e, o = self.planner, self.exempt, self.scope
         return PlannerConfig(
             top_k=p.top_k, placement=p.placement, starvation_seconds=p.starvation_seconds,
             starvation_slots=p.starvation_slots, starvation_stretch=p.starvation_stretch,
             starvation_cap_seconds=p.starvation_cap_seconds, starvation_reference=p.starvation_reference,
             exempt_qos=e.qos, exempt_partitions=e.partitions, exempt_users=e.users,
-            exempt_accounts=e.accounts,
+            exempt_accounts=e.accounts, only_users=o.users, only_accounts=o.accounts,
         )
 
     def loop_settings(self) -> dict[str, Any]:

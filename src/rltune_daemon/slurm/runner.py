@@ -129,6 +129,7 @@ class SlurmRunner:
         self.stats = CallStats()
         self.rpc_bucket: RpcBucket | None = None
         self.on_wait: Callable[[], None] | None = None
+        self.answered_at: float | None = None  # monotonic time slurmctld last answered a read or ping
 
     @property
     def slurm_conf(self) -> str | None:
@@ -195,6 +196,8 @@ class SlurmRunner:
             raise CommandTimeout(full, limit) from None
         seconds = time.monotonic() - t0
         self.stats.add(_key(argv), seconds)
+        if proc.returncode == 0 and argv[0] in CONTROLLER_READS:
+            self.answered_at = time.monotonic()
         result = CommandResult(tuple(full), proc.returncode, out, err, seconds)
         if check:
             classify(full, result.rc, out, err)
@@ -206,13 +209,24 @@ class SlurmRunner:
         try:
             res = self.run(["scontrol", "ping"], timeout=self.ping_timeout, check=False)
         except CommandTimeout:
+            self.answered_at = None
             return False
-        return res.rc == 0 and ping_is_up(res.stdout)
+        up = res.rc == 0 and ping_is_up(res.stdout)
+        self.answered_at = time.monotonic() if up else None
+        return up
+
+    def answered_within(self, seconds: float) -> bool:
+        """Whether slurmctld answered a read or a ping in the last ``seconds``."""
+        return self.answered_at is not None and time.monotonic() - self.answered_at <= seconds
 
     def require_up(self) -> None:
         """Raise ``ControllerDown`` unless ``ping()``."""
         if not self.ping():
             raise ControllerDown("slurmctld unreachable (scontrol ping: DOWN)")
+
+
+# Commands answered by slurmctld itself (sacct is slurmdbd's): a success proves the controller is up.
+CONTROLLER_READS = frozenset({"squeue", "sinfo", "sprio"})
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:

@@ -273,7 +273,8 @@ def map_results(
 
 class SlurmWriter:
     """Sends prepared updates. ``ping_first``: check ``scontrol ping`` and raise ``ControllerDown``
-    before writing (an update to a dead controller waits MessageTimeout-1 s per line, FACTS g).
+    before writing (an update to a dead controller waits MessageTimeout-1 s per line, FACTS g), unless
+    slurmctld answered a read within ``fresh`` seconds (the cycle's own read, just before its plan).
     ``batch``/``rate``: lines per scontrol process and lines per second (0: no pause); with Slurm's
     RPC rate limit on the runner a batch is also never larger than its bucket."""
 
@@ -282,6 +283,7 @@ class SlurmWriter:
         runner: SlurmRunner,
         *,
         ping_first: bool = True,
+        fresh: float = 2.0,
         timeout_base: float = 10.0,
         timeout_per_line: float = 0.05,
         batch: int = 100,
@@ -293,6 +295,7 @@ class SlurmWriter:
             raise ValueError("batch must be >= 1 and rate >= 0")
         self.runner = runner
         self.ping_first = ping_first
+        self.fresh = fresh
         self.timeout_base = timeout_base
         self.timeout_per_line = timeout_per_line
         self.batch = batch
@@ -330,7 +333,7 @@ class SlurmWriter:
         if dry_run or not prep.lines:
             planned = tuple(JobResult(j, UpdateStatus.PLANNED, "dry run", ln) for j, ln in prep.lines)
             return ApplyResult(prep.decided + planned, dry_run=dry_run)
-        if self.ping_first:
+        if self.ping_first and not self.runner.answered_within(self.fresh):
             self.runner.require_up()
         t0 = self.clock()
         results: list[JobResult] = []

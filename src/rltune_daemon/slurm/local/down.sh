@@ -58,6 +58,14 @@ for p in /proc/[0-9]*; do
   log "killing leftover slurmstepd pid $pid"; kill -KILL "$pid" 2>/dev/null
 done
 
+# 4. job scripts those steps ran (a cancel that timed out on a long queue leaves them orphaned): only
+#    processes whose command line names a script inside $STATE's spool.
+for p in /proc/[0-9]*; do
+  pid="${p#/proc/}"
+  tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -q -F "$STATE/spool/" || continue
+  log "killing leftover job script pid $pid"; kill -KILL "$pid" 2>/dev/null
+done
+
 if [ -L /etc/slurm/slurm.conf ] && [ "$(readlink /etc/slurm/slurm.conf)" = "$CONF" ]; then
   rm -f /etc/slurm/slurm.conf
 fi
