@@ -126,7 +126,8 @@ def test_bench_cycle_on_local_slurm(tmp_path: Path, capsys: pytest.CaptureFixtur
     cycles = data["runs"][0]["cycles"]
     assert [c["phase"] for c in cycles][:1] == ["first"] and cycles[-1]["phase"] == "steady"
     assert all(c["outcome"] == "applied" and not c["errors"] for c in cycles)
-    assert cycles[0]["jobs_updated"] > 0 and cycles[0]["commands_write"] >= 2
+    # one scontrol batch (plus a ping only when the read was more than 2 s before the write)
+    assert cycles[0]["jobs_updated"] > 0 and cycles[0]["commands_write"] >= 1
     read = {k: v for k, v in cycles[-1]["commands_by_kind"].items() if k.startswith("read:")}
     assert read == {"read:scontrol ping": 1, "read:sprio": 1, "read:squeue": 2, "read:sinfo": 1}
     assert (tmp_path / "results.md").read_text().startswith("# `rltune bench cycle`")
