@@ -1,10 +1,11 @@
 """Turn a plan order into SiteFactor values that make Slurm's priority order equal that order.
 
 Slurm's priority is ``base + SiteFactor`` where ``base`` is the multifactor sum. A tier nobody has
-steered yet gets the *same multiset* of base priorities its jobs already have, in plan order (highest
-to the first job), nudged down by 1 where values tie so the order is strict, and never below 1 (0 would
-be a hold). Jobs outside the plan (exempt, held, new arrivals) therefore see the same priority landscape
-as before: planning reorders the planned jobs among themselves and pushes nobody else back.
+steered yet gets the base priorities its jobs already have, in plan order (highest to the first job),
+pushed down where values lie closer than ``ROOM`` drift gaps so the order is strict and stays so, and
+never below 1 (0 would be a hold). Where the bases are that far apart this is the same multiset, so jobs
+outside the plan (exempt, held, new arrivals) see the landscape they saw before: planning reorders the
+planned jobs among themselves; in a deep queue of near-equal bases the planned values spread below it.
 
 Once values are written, a changed plan or drifting factors (age, fair share; Slurm recomputes a job's
 priority the moment its SiteFactor is written, the others only every ``PriorityCalcPeriod``) invert a
@@ -50,11 +51,11 @@ def retarget(current: I64, base: I64, gap: int = 1) -> I64:
     leave ``gap`` of room, in plan order, for every job between them and for every later job down to 1
     (with ``v = current + gap * position``: a non-increasing chain of ``v``, each ``v >= gap * n``).
     The others are spread evenly between their kept neighbours; above the first kept job and below the
-    last one at the planned jobs' mean priority gap (at least ``gap``), within the span of their own
-    priorities where it has room. Under a
-    per-cycle write cap this converges however far the order moved: every value written joins the
-    chain, so later cycles write only what is still out of place. A tier with no SiteFactor anywhere
-    (``current == base``) gets ``target_priorities``: the first plan on it keeps its landscape."""
+    last one at the planned jobs' mean priority gap (at least ``ROOM`` gaps), within the span of their
+    own priorities where it has room. Under a per-cycle write cap this converges however far the order
+    moved: every value written joins the chain, so later cycles write only what is still out of place.
+    A tier with no SiteFactor anywhere (``current == base``) gets ``target_priorities`` (``ROOM`` gaps
+    apart): the first plan on it keeps its landscape."""
     n = len(current)
     full = target_priorities(base, ROOM * gap)
     cur = current.astype(np.int64)
@@ -99,8 +100,8 @@ def _longest_non_increasing(idx: list[int], v: I64) -> list[int]:
 
 
 def _spread(t: I64, start: int, stop: int, lo: int, hi: int) -> None:
-    """Evenly spaced strictly decreasing integers strictly between ``hi`` and ``lo`` for ``t[start:stop]``
-    (the caller guarantees ``hi - lo >= gap * (stop - start + 1)``, so they are ``gap`` apart too)."""
+    """Evenly spaced strictly decreasing integers strictly between ``hi`` and ``lo`` for ``t[start:stop]``;
+    where ``hi - lo >= g * (stop - start + 1)`` (``retarget`` chooses its bounds so) they are ``g`` apart."""
     m = stop - start
     if m > 0:
         i = np.arange(1, m + 1, dtype=np.int64)

@@ -16,7 +16,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -72,7 +72,8 @@ def _names(v: object) -> object:
     return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
-Names = Annotated[tuple[str, ...], NoDecode]
+# Name lists parse the same from TOML arrays and from the environment (JSON or comma-separated).
+Names = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_names)]
 
 
 class _Section(BaseModel):
@@ -109,22 +110,12 @@ class ExemptSection(_Section):
     users: Names = ()
     accounts: Names = ()
 
-    @field_validator("qos", "partitions", "users", "accounts", mode="before")
-    @classmethod
-    def _split(cls, v: object) -> object:
-        return _names(v)
-
 
 class ScopeSection(_Section):
     """When a list is set, only jobs of those users / accounts are touched (a pilot on one team)."""
 
     users: Names = ()
     accounts: Names = ()
-
-    @field_validator("users", "accounts", mode="before")
-    @classmethod
-    def _split(cls, v: object) -> object:
-        return _names(v)
 
 
 class MetricsSection(_Section):
@@ -153,11 +144,6 @@ class SlurmSection(_Section):
     partitions: Names = Field((), description="only these partitions (empty: all)")
     history_days: float = Field(14.0, gt=0, le=365, description=(
         "days of finished jobs (sacct) a history-based base policy (qssf) learns from at start"))
-
-    @field_validator("partitions", mode="before")
-    @classmethod
-    def _split(cls, v: object) -> object:
-        return _names(v)
 
 
 class LogSection(_Section):
