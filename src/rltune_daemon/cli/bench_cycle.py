@@ -13,7 +13,8 @@ Every cycle is measured from outside the daemon's code, by wrapping what it call
 * Slurm commands: ``SlurmRunner.run`` (argv kind, seconds, update lines on stdin), each tagged with the
   backend call it came from: ``read`` (ping, sprio, squeue -o, squeue -O, sinfo, plus a confirming
   squeue when the queue shrank a lot), ``confirm`` (recorded jobs the read did not list), ``history``
-  (sacct, for models that read run history) and ``write`` (ping, then one scontrol per batch);
+  (sacct, for models that read run history) and ``write`` (one scontrol per batch, after a ping only
+  when slurmctld last answered more than 2 s before);
 * stages: Slurm read (the read's command seconds), snapshot (the rest of ``backend.read``: parsing,
   integrity checks, building the Snapshot), features (``features.actor_features``), actor (the policy's
   ``scores`` less its features), MILP (the placer inside ``CountingPlacer``), planner rest (ranking,
@@ -61,7 +62,6 @@ STAGES = ("slurm_read", "snapshot", "history", "features", "actor", "milp", "pla
 UPDATE_KINDS = ("SiteFactor", "ExcNodeList", "ExcNodeList clear", "ReqNodeList", "ReqNodeList clear",
                 "OverSubscribe")
 LATENCY_NAME = "latency"
-MIN_INTERVAL = 5.0
 
 
 # ---- pure parts -----------------------------------------------------------------------------------
@@ -648,7 +648,7 @@ def bench_cycle(args: argparse.Namespace) -> int:
 
     from rltune_daemon.cli.bench_cmd import machine
     from rltune_daemon.cli.common import print_json
-    from rltune_daemon.service.config import SlurmSection
+    from rltune_daemon.service.config import INTERVAL_MIN, SlurmSection
     from rltune_daemon.signals import sigterm_interrupts
     from rltune_daemon.slurm.localcluster import slurm_installed
 
@@ -657,8 +657,8 @@ def bench_cycle(args: argparse.Namespace) -> int:
     for what, value in (("--interval", args.interval), ("--every", args.every)):
         if value <= 0:
             raise UserError(f"{what} must be positive, got {value:g}")
-    if args.interval < MIN_INTERVAL:  # the daemon's own lower bound (service/config.py)
-        raise UserError(f"--interval must be at least {MIN_INTERVAL:g} s, got {args.interval:g}")
+    if args.interval < INTERVAL_MIN:  # the daemon's own lower bound
+        raise UserError(f"--interval must be at least {INTERVAL_MIN:g} s, got {args.interval:g}")
     if args.steady < 1 or args.baseline < 0:
         raise UserError("--steady must be at least 1 and --baseline not negative")
     if os.geteuid() != 0 or not slurm_installed():
