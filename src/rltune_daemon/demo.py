@@ -245,11 +245,11 @@ def say_model_caveat(model: str) -> None:
     manifest only (the daemon loads the model itself)."""
     if not model:
         return
-    from rltune_daemon.policies.learned import model_identity
-    from rltune_daemon.service.policy import behind_base
+    from rltune_daemon.policies.learned import read_manifest
+    from rltune_daemon.policies.standing import standing
 
     try:
-        caveat = behind_base(model_identity(model))
+        caveat = standing(read_manifest(Path(model))).reason
     except (OSError, UserError):
         return  # the daemon reports an unusable model itself (FALLBACK)
     if caveat:

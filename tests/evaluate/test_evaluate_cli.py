@@ -242,3 +242,14 @@ def test_daemon_mode_queue_checks_replan_a_changed_queue_sooner() -> None:
     (plans0, cycles0, ticks0), (plans5, cycles5, ticks5) = runs[0.0], runs[5.0]
     assert cycles0 == ticks0 and plans0 <= cycles0
     assert plans5 > plans0 and cycles5 < ticks5 and plans5 <= cycles5
+
+
+def test_evaluate_prints_one_verdict_line_for_a_site_choosing_what_to_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "ev"
+    assert main(["evaluate", "--trace", "testbed", "--opt", "jobs=2000", "--windows", "3", "--window-size",
+                 "100", "--policies", "multifactor,daemon:sjf", "--jobs", "1", "--out", str(out)]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("verdict: ")]
+    assert len(lines) == 1 and "daemon:sjf vs multifactor: " in lines[0]
+    assert lines[0].startswith(("verdict: leave Slurm alone", "verdict: the daemon without a model"))
+    assert lines[0] in (out / "results.md").read_text()

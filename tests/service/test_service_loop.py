@@ -131,6 +131,41 @@ def test_missing_model_falls_back_loudly(tmp_path: Path) -> None:
     assert len(info) == 1 and 'fallback="' in info[0] and 'fallback=""' not in info[0]
 
 
+def test_model_behind_its_own_heldout_record_is_not_acted_on_unless_configured(tmp_path: Path) -> None:
+    """A shipped model whose manifest shows it behind multifactor beyond noise: the daemon leaves Slurm's
+    order alone (whatever base_policy says), logs why once and exports it; ``run_model_behind_base``
+    runs the model anyway."""
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(Path(__file__).parents[2] / "models" / "testbed-multifactor", model)
+    path = model / "manifest.json"
+    manifest = json.loads(path.read_text())
+    ahead, behind = [2.0, 3.0, 4.0, 5.0], [2.5, 3.4, 4.6, 5.5]
+    manifest["heldout"] = {"windows": 4, "model": {"bsld": 4.0}, "multifactor": {"bsld": 3.5},
+                           "per_window": {"model": {"bsld": behind}, "multifactor": {"bsld": ahead},
+                                          "base": {"bsld": ahead}}}
+    path.write_text(json.dumps(manifest))
+    backend = ScriptedBackend([snapshot(_queue())])
+    d, log, _ = _daemon(tmp_path, backend, model=str(model), base_policy="fcfs")
+    d.announce()
+    assert d.choice.policy.name == "multifactor" and d.choice.fallback_kind == "behind_base"
+    (warned,) = log.named("policy_fallback")
+    assert "behind multifactor: bounded slowdown 4.00 against 3.50" in warned["reason"]
+    assert _sample(d, "rltune_model_fallback", reason="behind_base") == 1
+    assert _sample(d, "rltune_model_fallback", reason="unusable") == 0
+    d.cycle()
+    assert len(log.named("policy_fallback")) == 1  # said once, not every cycle
+    assert not [u for batch in backend.applied for u in batch if u.site_factor]  # Slurm's order stands
+    (tmp_path / "anyway").mkdir()
+    d2, log2, _ = _daemon(tmp_path / "anyway", ScriptedBackend([snapshot(_queue())]), model=str(model),
+                          base_policy="fcfs", run_model_behind_base=True)
+    d2.announce()
+    assert d2.choice.policy.name == "rltune" and not d2.choice.fallback
+    assert "behind multifactor" in log2.named("model_behind_base")[0]["reason"]
+    assert _sample(d2, "rltune_model_fallback", reason="behind_base") == 0
+
+
 class _Broken(Policy):
     name = "broken-model"
 

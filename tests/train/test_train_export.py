@@ -234,8 +234,9 @@ def test_evaluation_results_name_the_exact_actor_file(tmp_path: Path) -> None:
     assert evaluate(cfg, progress=False)["config"]["models"][spec]["actor_sha256"] != digest
 
 
-def test_daemon_warns_when_the_models_own_heldout_result_is_behind_its_base(tmp_path: Path) -> None:
-    """An admin must not learn from a dashboard that the shipped model was worse than no model."""
+def test_daemon_does_not_act_on_a_model_its_own_heldout_record_puts_behind(tmp_path: Path) -> None:
+    """An admin must not run, unawares, a model whose own manifest shows it worse than no model: the
+    daemon falls back to its base policy, unless ``run_model_behind_base`` says to run it anyway."""
     import json
 
     from train_helpers import export_untrained
@@ -244,16 +245,48 @@ def test_daemon_warns_when_the_models_own_heldout_result_is_behind_its_base(tmp_
     from rltune_daemon.train.network import Actor as _Actor
 
     export_untrained(_Actor(features.ACTOR_DIM), tmp_path / "m")
-    assert choose_policy(str(tmp_path / "m"), "sjf").behind_base == ""  # no held-out result recorded
+    m = str(tmp_path / "m")
+    assert choose_policy(m, "sjf").behind_base == ""  # no held-out record: nothing to judge
     manifest_path = tmp_path / "m" / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
-    for model, base, behind in ((11.62, 11.08, True), (48.06, 48.74, False)):
-        manifest["heldout"] = {"windows": 10, "model": {"bsld": model}, "base": {"bsld": base}}
+
+    def record(model: list[float], base: list[float], mf: list[float], waits: list[float]) -> None:
+        per = {"model": {"bsld": model, "wait_mean": waits},
+               "daemon_base": {"bsld": base, "wait_mean": waits},
+               "multifactor": {"bsld": mf, "wait_mean": waits}}
+        mean = {k: {"bsld": sum(v["bsld"]) / len(v["bsld"])} for k, v in per.items()}
+        manifest["heldout"] = {"windows": len(model), **mean, "per_window": per}
         manifest_path.write_text(json.dumps(manifest))
-        choice = choose_policy(str(tmp_path / "m"), "sjf")
-        assert not choice.fallback and bool(choice.behind_base) == behind
-        if behind:
-            assert f"{model:.2f} against {base:.2f}" in choice.behind_base
+
+    waits = [100.0, 200.0, 300.0]
+    # behind its base applied by the daemon beyond noise (every window 0.5 higher), ahead of multifactor:
+    # the daemon runs that base, not base_policy (multifactor here), which the record shows behind it
+    record([3.5, 4.5, 5.5], [3.0, 4.0, 5.0], [9.0, 9.0, 9.0], waits)
+    choice = choose_policy(m, "multifactor")
+    assert choice.policy.name == "sjf" and choice.fallback_kind == "behind_base"
+    assert "behind sjf: bounded slowdown 4.50 against 4.00" in choice.fallback
+    assert "run_model_behind_base = true" in choice.fallback and "multifactor" not in choice.fallback
+    # the admin said to run it: the model decides and the reason stays a warning
+    anyway = choose_policy(m, "sjf", run_behind=True)
+    assert anyway.policy.name == "rltune" and not anyway.fallback and "behind sjf" in anyway.behind_base
+    # higher on average, but inside the noise (window differences +3, -2, +0.5): a tie, the model runs
+    record([6.0, 2.0, 5.5], [3.0, 4.0, 5.0], [9.0, 9.0, 9.0], waits)
+    assert not choose_policy(m, "sjf").fallback
+    # behind multifactor in wait beyond noise: Slurm's own order, and says which reference and metric
+    record([3.0, 4.0, 5.0], [3.0, 4.0, 5.0], [3.0, 4.0, 5.0], waits)
+    manifest["heldout"]["per_window"]["multifactor"]["wait_mean"] = [90.0, 180.0, 290.0]
+    manifest_path.write_text(json.dumps(manifest))
+    choice = choose_policy(m, "sjf")
+    assert "behind multifactor: wait 200.00 s against 186.67 s" in choice.fallback
+    assert choice.policy.name == "multifactor" and choice.leave_order
+    # a record from before the per-window lists: a higher mean slowdown than the base counts
+    manifest["heldout"] = {"windows": 10, "model": {"bsld": 11.62}, "base": {"bsld": 11.08}}
+    manifest_path.write_text(json.dumps(manifest))
+    old = choose_policy(m, "fcfs")
+    assert "11.62 against 11.08 (no noise band" in old.fallback and old.policy.name == "sjf"
+    manifest["heldout"] = {"windows": 10, "model": {"bsld": 48.06}, "base": {"bsld": 48.74}}
+    manifest_path.write_text(json.dumps(manifest))
+    assert not choose_policy(m, "sjf").fallback
 
 
 def test_model_under_a_superseded_schema_still_loads(tmp_path: Path) -> None:

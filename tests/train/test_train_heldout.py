@@ -17,6 +17,7 @@ from rltune_daemon.cli.main import main
 from rltune_daemon.errors import UserError
 from rltune_daemon.evaluate.runner import EvalConfig, evaluate
 from rltune_daemon.policies.learned import model_identity
+from rltune_daemon.policies.standing import standing
 from rltune_daemon.train.heldout import HELDOUT_KEYS, record_heldout
 from rltune_daemon.train.network import Actor
 
@@ -45,10 +46,15 @@ def test_records_what_evaluate_measures_on_the_models_trace_and_seed(tmp_path: P
     out = _model(tmp_path, seed=2)
     rec = record_heldout(out, **SMALL)
     spec = f"rltune:{out}"
-    res = evaluate(EvalConfig("testbed", ("sjf", spec), windows=1, window_size=64, seed=2, jobs=1,
-                              opts={"jobs": "2000"}), progress=False)
+    res = evaluate(EvalConfig("testbed", ("sjf", "multifactor", spec), windows=1, window_size=64, seed=2,
+                              jobs=1, opts={"jobs": "2000"}), progress=False)
     assert rec["model"] == {k: res["policies"][spec][k] for k in HELDOUT_KEYS}
     assert rec["base"] == {k: res["policies"]["sjf"][k] for k in HELDOUT_KEYS}
+    # multifactor beside the base: what the daemon checks a model against before acting on it
+    assert rec["multifactor"] == {k: res["policies"]["multifactor"][k] for k in HELDOUT_KEYS}
+    assert rec["per_window"]["model"]["bsld"] == [w["bsld"] for w in res["policies"][spec]["per_window"]]
+    assert rec["per_window"]["multifactor"]["wait_mean"] == [
+        w["wait_mean"] for w in res["policies"]["multifactor"]["per_window"]]
     assert (rec["windows"], rec["window_size"], rec["seed"], rec["bf_reservations"]) == (1, 64, 2, 1)
     assert json.loads((out / "manifest.json").read_text())["heldout"] == rec
     assert model_identity(out)["heldout_bsld"] == rec["model"]["bsld"]  # what --check-config warns from
@@ -78,7 +84,9 @@ def test_cli_prints_one_line_result_or_one_line_error(tmp_path: Path,
     printed = capsys.readouterr().out
     rec = json.loads((out / "manifest.json").read_text())["heldout"]
     assert f"model BSLD {rec['model']['bsld']:.2f}" in printed and "recorded in its manifest" in printed
-    assert ("warning:" in printed) == (rec["model"]["bsld"] > rec["base"]["bsld"])
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert ("warning:" in printed) == bool(standing(manifest).reason)
+    assert f"multifactor {rec['multifactor']['bsld']:.2f}" in printed
     assert main(["heldout", str(out), "--windows", "0", "--replace"]) == 2
     assert "at least 1 window" in capsys.readouterr().err
     assert main(["heldout", str(out), "--bf-reservations", "0", "--replace"]) == 2

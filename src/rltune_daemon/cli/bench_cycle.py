@@ -559,7 +559,8 @@ def run_one(spec: PolicySpec, pending: int, args: argparse.Namespace, work: Path
         settle = min(30.0, 5.0 + pending / 400.0)  # slurmctld's first scheduling passes over the queue
         time.sleep(settle)
         overrides: dict[str, Any] = {
-            "model": spec.model, "base_policy": spec.base_policy, "interval": args.interval, "react": 0,
+            "model": spec.model, "run_model_behind_base": True,  # the bench times the model it names
+            "base_policy": spec.base_policy, "interval": args.interval, "react": 0,
             "state_file": str(run_dir / "state.json"), "slurm": {"conf": str(cluster.conf)},
             "metrics": {"enabled": False}}
         cfg = load_config(None, **overrides)

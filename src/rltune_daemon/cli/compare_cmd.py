@@ -6,7 +6,8 @@ import argparse
 
 from rltune_daemon.cli.common import print_json
 from rltune_daemon.errors import UserError
-from rltune_daemon.evaluate.paired import METRICS, SIGMA_DEFAULT, load_side, overall, paired_diffs
+from rltune_daemon.evaluate.paired import METRICS, load_side, overall, paired_diffs
+from rltune_daemon.stats import SIGMA_DEFAULT
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

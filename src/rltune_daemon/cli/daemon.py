@@ -59,14 +59,14 @@ def check_config(cfg: DaemonConfig, path: Path | None, probe: bool = False) -> i
 
     print(f"# config: {path if path is not None else 'built-in defaults'} + RLTUNE_* environment")
     print(json.dumps(cfg.effective(), indent=2, sort_keys=True))
-    choice = choose_policy(cfg.model, cfg.base_policy)
+    choice = choose_policy(cfg.model, cfg.base_policy, cfg.run_model_behind_base)
     if choice.fallback:
         print(f"policy: FALLBACK to {choice.policy.name}: {choice.fallback}")
     else:
         print(f"policy: {choice.described}")
         if isinstance(choice.policy, LearnedPolicy) and (formula := choice.policy.formula()):
             print(f"formula: {formula}")
-        if choice.behind_base:
+        if choice.behind_base:  # run_model_behind_base = true: the admin chose to run it anyway
             print(f"warning: {choice.behind_base}")
         if note := trained_under(choice.identity, cfg.loop_settings()):
             print(f"note: {note}")

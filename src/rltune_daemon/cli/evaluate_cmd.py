@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from rltune_daemon.cli.common import add_bf_reservations, parse_opts, refuse_recipe_settings
+from rltune_daemon.evaluate.engines import Engine, parse_engine
 from rltune_daemon.evaluate.report import fallback_note, markdown_table, write_results
 from rltune_daemon.evaluate.runner import EvalConfig, evaluate
+from rltune_daemon.evaluate.verdict import verdict
 from rltune_daemon.evaluate.windows import PARTS
 from rltune_daemon.planner.config import (
     GUARD_REFERENCES,
@@ -42,7 +44,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="how learned policies run (heuristics always rank at every event)")
     p.add_argument("--cluster", default=None, metavar="PATH", help="cluster file for sacct/CSV traces")
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="trace option")
-    p.add_argument("--jobs", type=int, default=0, help="worker processes (default: all cores)")
+    p.add_argument("--jobs", type=int, default=0,
+                   help="worker processes (default: all cores); with --engine slurm, array tasks (default: "
+                        "one per run, at most 32)")
+    p.add_argument("--engine", default="local", metavar="local|slurm[:PARTITION]",
+                   help="where the runs execute: this machine (default) or a Slurm job array through "
+                        "submitit, one CPU per task, same numbers (needs a filesystem every node sees)")
     p.add_argument("--pure", action="store_true", help="switch co-location/cross-node effects off")
     p.add_argument("--interval", type=float, default=INTERVAL_DEFAULT,
                    help="daemon mode: seconds between re-plans, as the daemon's `interval` "
@@ -78,7 +85,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--out", type=Path, default=None, help="directory for results.json/.md and plots")
     p.add_argument("--recipe", type=Path, default=None, metavar="DIR",
                    help="repeat the run whose results.json is in DIR with every setting it recorded (only "
-                        "--out, --jobs and --model may be given), then say whether the numbers are the same")
+                        "--out, --jobs, --engine and --model may be given), then say whether the numbers are "
+                        "the same")
     p.add_argument("--model", action="append", default=[], metavar="RECORDED=DIR",
                    help="with --recipe: run the model the recipe's RECORDED directory held then from DIR "
                         "(e.g. restored from git after a retrain); DIR must hold the actor the run recorded")
@@ -93,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
         from rltune_daemon.errors import UserError
 
         raise UserError("--model: only with --recipe DIR (name learned policies as rltune:DIR in --policies)")
-    _run(eval_config(args), args.out, "rltune " + " ".join(shlex.quote(a) for a in args.argv))
+    engine = parse_engine(args.engine, (args.out or Path.cwd()) / "slurm-jobs")
+    _run(eval_config(args), args.out, "rltune " + " ".join(shlex.quote(a) for a in args.argv), engine)
     return 0
 
 
@@ -128,20 +137,22 @@ def eval_config(args: argparse.Namespace) -> EvalConfig:
                       milp=args.placement == "milp", split=args.split, bf_reservations=args.bf_reservations)
 
 
-def _run(cfg: EvalConfig, out: Path | None, command: str) -> dict[str, Any]:
+def _run(cfg: EvalConfig, out: Path | None, command: str, engine: Engine | None = None) -> dict[str, Any]:
     """Evaluate, print the table (and fallbacks), write ``out`` with ``command`` as its record."""
-    results = evaluate(cfg, progress=sys.stderr.isatty())
+    results = evaluate(cfg, progress=sys.stderr.isatty(), engine=engine)
     print(markdown_table(results, baseline="fcfs" if "fcfs" in cfg.policies else cfg.policies[0]))
     note = fallback_note(results)
     if note:
         print(note)
+    if line := verdict(results):
+        print(line)
     if out is not None:
         for path in write_results(results, out, command):
             print(f"wrote {path}")
     return results
 
 
-RECIPE_FREE = {"recipe", "out", "jobs", "model", "func", "parser_defaults", "argv"}
+RECIPE_FREE = {"recipe", "out", "jobs", "engine", "model", "func", "parser_defaults", "argv"}
 
 
 def _recipe(args: argparse.Namespace) -> int:
@@ -168,7 +179,8 @@ def _recipe(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     print(f"repeating {args.recipe}: {explicit_command(cfg)}", file=sys.stderr)
-    results = _run(cfg, args.out, explicit_command(cfg, args.out))
+    engine = parse_engine(args.engine, (args.out or Path.cwd()) / "slurm-jobs")
+    results = _run(cfg, args.out, explicit_command(cfg, args.out), engine)
     moved = differences(recorded, results, renamed=renamed_policies(models))
     if not moved:
         n = len(cfg.policies)

@@ -28,8 +28,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def heldout(args: argparse.Namespace) -> int:
-    from rltune_daemon.policies.learned import model_identity
-    from rltune_daemon.service.policy import behind_base
+    from rltune_daemon.policies.learned import model_identity, read_manifest
+    from rltune_daemon.policies.standing import standing
     from rltune_daemon.train.heldout import record_heldout
 
     rec = record_heldout(args.model, args.windows, args.window_size, args.seed, args.bf_reservations,
@@ -37,13 +37,17 @@ def heldout(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rec)
         return 0
-    m, b = rec["model"], rec["base"]
+    m, b, mf = rec["model"], rec.get("daemon_base", rec["base"]), rec["multifactor"]
     identity = model_identity(args.model)
     backfill = "EASY backfill" if rec["bf_reservations"] == 1 else f"{rec['bf_reservations']} reservations"
     print(f"{args.model}: {rec['windows']} held-out windows x {rec['window_size']} jobs (seed {rec['seed']}, "
           f"{backfill}): model BSLD {m['bsld']:.2f}, wait {m['wait_mean']:.0f} s; "
-          f"{identity['base_policy']} {b['bsld']:.2f}, {b['wait_mean']:.0f} s; recorded in its manifest")
-    caveat = behind_base(identity)
-    if caveat:
-        print(f"warning: {caveat}")
+          f"{'daemon:' * ('daemon_base' in rec)}{identity['base_policy']} {b['bsld']:.2f}, "
+          f"{b['wait_mean']:.0f} s"
+          + ("" if identity["base_policy"] == "multifactor" else
+             f"; multifactor {mf['bsld']:.2f}, {mf['wait_mean']:.0f} s") + "; recorded in its manifest")
+    where = standing(read_manifest(args.model))
+    if where.reason:
+        print(f"warning: {where.reason}; the daemon runs {where.instead} instead unless "
+              "run_model_behind_base = true")
     return 0

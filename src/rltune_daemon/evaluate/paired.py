@@ -18,15 +18,15 @@ it is 2, which the absolute difference lets a few congested windows decide.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rltune_daemon import stats
 from rltune_daemon.errors import UserError
+from rltune_daemon.stats import SIGMA_DEFAULT
 
 METRICS = ("bsld", "wait_mean")
-SIGMA_DEFAULT = 2.0
 # evaluation settings that must agree for two result files to hold the same windows
 SAME_WINDOWS = ("trace", "split", "windows", "window_size", "seed", "estimates", "opts")
 
@@ -133,22 +133,12 @@ def paired_diffs(a: Side, b: Side, metrics: tuple[str, ...] = METRICS, sigma: fl
         except KeyError:
             raise UserError(f"metric {m!r} is not in the per-window results; try one of "
                             f"{', '.join(sorted(a.windows[ids[0]]))}") from None
-        d = [_relative(x, y, m, i) if relative else x - y for i, x, y in zip(ids, xs, ys, strict=True)]
-        n = len(d)
-        mean = sum(d) / n
-        se = math.sqrt(sum((v - mean) ** 2 for v in d) / (n - 1) / n)
-        verdict = "lower" if mean < -sigma * se else "higher" if mean > sigma * se else "tie"
-        out.append(PairedDiff(m, sum(xs) / n, sum(ys) / n, mean, se, verdict))
+        rel = [_relative(x, y, m, i) for i, x, y in zip(ids, xs, ys, strict=True)] if relative else None
+        p = stats.paired(xs, ys, sigma, diffs=rel)
+        out.append(PairedDiff(m, p.a, p.b, p.diff, p.se, p.verdict))
     return out
 
 
 def overall(diffs: list[PairedDiff]) -> str:
     """``better`` (no metric higher, one lower), ``worse`` (the reverse), ``tie`` or ``trade-off``."""
-    v = {d.verdict for d in diffs}
-    if "higher" in v and "lower" in v:
-        return "trade-off"
-    if "lower" in v:
-        return "better"
-    if "higher" in v:
-        return "worse"
-    return "tie"
+    return stats.overall(d.verdict for d in diffs)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from rltune_daemon.evaluate.recorded import settings_as_run
+from rltune_daemon.evaluate.verdict import verdict
 
 TABLE_COLS = (("bsld", "BSLD", "{:.2f}"), ("wait_mean", "wait mean (s)", "{:.0f}"),
               ("wait_p95", "wait p95 (s)", "{:.0f}"), ("wait_max", "wait max (s)", "{:.0f}"),
@@ -133,6 +134,8 @@ def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path
     note = fallback_note(results)
     if note:
         md += [note, ""]
+    if line := verdict(results):
+        md += [line, ""]
     judged = {k: v["vs_multifactor"] for k, v in results["policies"].items() if "vs_multifactor" in v}
     if judged:
         md += ["Job by job against Slurm's multifactor order on the same windows (hurt / helped: waited "

@@ -20,6 +20,7 @@ from tqdm import tqdm
 
 from rltune_daemon.domain.arrays import JobTable
 from rltune_daemon.domain.workload import Workload
+from rltune_daemon.evaluate.engines import Engine, deal, run_on_slurm
 from rltune_daemon.evaluate.recorded import DAEMON_MULTIFACTOR
 from rltune_daemon.evaluate.windows import heldout_windows
 from rltune_daemon.placement.context import FALLBACK_REASONS
@@ -42,6 +43,7 @@ from rltune_daemon.traces import load_workload
 # Generated traces whose default size is too small for ten held-out 1024-job windows.
 EVAL_DEFAULT_OPTS: dict[str, dict[str, str]] = {"testbed": {"jobs": "20480"}}
 
+SLURM_TASKS_DEFAULT = 32
 METRIC_KEYS = ("bsld", "wait_mean", "wait_median", "wait_p95", "wait_max", "jct_mean", "utilization",
                "makespan")
 
@@ -146,8 +148,15 @@ def _run(spec: str, k: int) -> dict[str, Any]:
             "milp_fallbacks": fallback_counts()}
 
 
-def evaluate(cfg: EvalConfig, progress: bool = True) -> dict[str, Any]:
-    """Results as ``{"policies": {name: metrics + per_window}, "config": {...}}``."""
+def _run_chunk(cfg: EvalConfig, chunk: list[tuple[str, int]]) -> list[dict[str, Any]]:
+    """One task of a Slurm array (``engines.run_on_slurm``): load as a local worker does, run its share."""
+    _init(cfg)
+    return [_run(p, k) for p, k in chunk]
+
+
+def evaluate(cfg: EvalConfig, progress: bool = True, engine: Engine | None = None) -> dict[str, Any]:
+    """Results as ``{"policies": {name: metrics + per_window}, "config": {...}}``; the runs on this
+    machine's cores, or on a Slurm array with ``engine`` (same numbers either way)."""
     tasks = [(p, k) for p in cfg.policies for k in range(cfg.windows)]
     workers = min(cfg.jobs or os.cpu_count() or 1, len(tasks))
     out: list[dict[str, Any]] = []
@@ -156,7 +165,12 @@ def evaluate(cfg: EvalConfig, progress: bool = True) -> dict[str, Any]:
     models = {spec: model_identity(spec.partition(":")[2]) for spec in cfg.policies
               if spec.startswith("rltune:")}  # read before the runs, so results name what was run
     bar = tqdm(total=len(tasks), desc=f"evaluate {cfg.trace}", unit="run", disable=not progress)
-    if workers <= 1:
+    if engine is not None and engine.kind == "slurm":
+        # an array task per --jobs (default: one per run, up to 32), each one CPU
+        chunks = deal(tasks, cfg.jobs or min(len(tasks), SLURM_TASKS_DEFAULT))
+        workers = len(chunks)
+        out = run_on_slurm(engine, _run_chunk, cfg, chunks, bar.update)
+    elif workers <= 1:
         for p, k in tasks:
             out.append(_run(p, k))
             bar.update()
@@ -169,7 +183,8 @@ def evaluate(cfg: EvalConfig, progress: bool = True) -> dict[str, Any]:
                 out.append(fut.result())
                 bar.update()
     bar.close()
-    return aggregate(cfg, out, time.perf_counter() - t0, workers, models)
+    where = "local" if engine is None or engine.kind == "local" else f"slurm:{engine.partition}".rstrip(":")
+    return aggregate(cfg, out, time.perf_counter() - t0, workers, models, where)
 
 
 REFERENCE = "multifactor"  # what Slurm does without the daemon: the yardstick for "did it hurt a job"
@@ -192,7 +207,7 @@ def job_by_job(runs: list[dict[str, Any]], reference: list[dict[str, Any]]) -> d
 
 
 def aggregate(cfg: EvalConfig, runs: list[dict[str, Any]], seconds: float, workers: int,
-              models: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+              models: dict[str, dict[str, Any]] | None = None, engine: str = "local") -> dict[str, Any]:
     policies: dict[str, Any] = {}
     for spec in cfg.policies:
         mine = sorted((r for r in runs if r["policy"] == spec), key=lambda r: r["window"])
@@ -219,6 +234,6 @@ def aggregate(cfg: EvalConfig, runs: list[dict[str, Any]], seconds: float, worke
     config["opts"] = cfg.trace_opts()
     if cfg.starvation_seconds == float("inf"):
         config["starvation_seconds"] = "off"  # JSON has no infinity
-    config.update(wall_seconds=seconds, workers=workers, daemon_multifactor=DAEMON_MULTIFACTOR,
+    config.update(wall_seconds=seconds, workers=workers, engine=engine, daemon_multifactor=DAEMON_MULTIFACTOR,
                   estimates_used=cfg.estimates or "default", models=models or {})
     return {"policies": policies, "config": config}

@@ -68,7 +68,8 @@ def scaled_config(settings: dict[str, Any]) -> DaemonConfig:
         slurm["partitions"] = [settings["partition"]]
     cfg = load_config(
         None, interval=INTERVAL_DEFAULT, react=REACT_DEFAULT, base_policy=settings["base_policy"],
-        model=settings.get("model", ""), state_file=settings["state_file"],
+        # an arm measures the model it names, whatever its manifest's own held-out record says
+        model=settings.get("model", ""), run_model_behind_base=True, state_file=settings["state_file"],
         metrics={"enabled": False}, log={"format": "json", "level": "info"}, slurm=slurm,
         planner={"placement": bool(settings["placement"])}, scope=scope,
     )

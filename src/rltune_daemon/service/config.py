@@ -185,6 +185,9 @@ class DaemonConfig(BaseSettings):
     backend: Literal["slurm", "sim"] = "slurm"
     model: str = Field("", description="learned model directory (models/<name>); empty: none")
     base_policy: str = Field("multifactor", description="policy when no model is usable")
+    run_model_behind_base: bool = Field(
+        False, description="run the model even when its own manifest shows it behind multifactor or its "
+                           "base policy on held-out windows (default: fall back to base_policy, say so)")
     state_file: str = Field("", description="JSON record of every change (default under StateDirectory)")
     planner: PlannerSection = PlannerSection()
     exempt: ExemptSection = ExemptSection()

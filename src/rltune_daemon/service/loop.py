@@ -126,7 +126,7 @@ class Daemon:
         self.table = table  # --dry-run: print the table of proposed changes each cycle
         self.dry_run = cfg.dry_run
         self.applier = Applier(cfg.planner.hint_cycles, cfg.planner.placement)
-        self.choice = choose_policy(cfg.model, cfg.base_policy)
+        self.choice = choose_policy(cfg.model, cfg.base_policy, cfg.run_model_behind_base)
         self.placer = CountingPlacer(cfg.planner.placer, cfg.planner.milp_time_limit)
         self.planner_cfg = cfg.planner_config()
         self.state: DaemonState = state_file.load()
@@ -149,7 +149,7 @@ class Daemon:
 
     def _publish_policy(self) -> None:
         c = self.choice
-        self.metrics.set_model(c.model or c.policy.name, c.schema_hash, c.fallback)
+        self.metrics.set_model(c.model or c.policy.name, c.schema_hash, c.fallback, c.fallback_kind)
 
     def announce(self) -> None:
         """Log which policy (and model file) decides, and any fallback. Called by ``run`` after the CLI's
@@ -180,7 +180,7 @@ class Daemon:
         base = make_policy(self.cfg.base_policy)
         why = (f"model {self.choice.model} failed while scoring ({type(exc).__name__}: {exc}); "
                f"using {base.name}")
-        self.choice = PolicyChoice(base, self.choice.model, "", why)
+        self.choice = PolicyChoice(base, self.choice.model, "", why, fallback_kind="failed")
         self.metrics.errors.labels("policy").inc()
         self._publish_policy()
         self.announce()

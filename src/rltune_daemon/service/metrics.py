@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 
 from rltune_daemon.domain import Snapshot
 from rltune_daemon.errors import UserError
-from rltune_daemon.service.policy import PLACER_FALLBACK_REASONS
+from rltune_daemon.service.policy import FALLBACK_KINDS, PLACER_FALLBACK_REASONS
 from rltune_daemon.slurm.errors import SUSPECT_REASONS
 
 ERROR_KINDS = ("controller_down", "timeout", "permission", "parse", "suspect_read", "call_budget", "slurm",
@@ -75,6 +75,11 @@ class Metrics:
                                       "(slurm.max_updates_per_cycle)", registry=r)
         self.model_info = Gauge("rltune_model_info", "Policy in use (1 for the current combination)",
                                 ["model", "schema_hash", "fallback"], registry=r)
+        self.model_fallback = Gauge("rltune_model_fallback",
+                                    "1 while a configured model is not the policy deciding, by why: "
+                                    "unusable (not loaded), behind_base (its held-out record is behind "
+                                    "multifactor or its base policy), failed (while scoring)",
+                                    ["reason"], registry=r)
         self.milp_fallbacks = Counter("rltune_milp_fallbacks",
                                       "Placements made by the greedy placer instead of the MILP, by reason",
                                       ["reason"], registry=r)
@@ -93,6 +98,8 @@ class Metrics:
             self.milp_fallbacks.labels(reason)
         for action in HINT_ACTIONS:
             self.placement_hints.labels(action)
+        for kind in FALLBACK_KINDS:
+            self.model_fallback.labels(kind)
         for outcome in CYCLE_OUTCOMES:
             self.cycles.labels(outcome)
         for result in QUEUE_CHECK_RESULTS:
@@ -100,8 +107,11 @@ class Metrics:
         self._model_labels: tuple[str, str, str] | None = None
         self._seen_pending: set[str] = set()
 
-    def set_model(self, model: str, schema_hash: str, fallback: str) -> None:
-        """Exactly one ``rltune_model_info`` series is 1: the policy in use and why, if it is a fallback."""
+    def set_model(self, model: str, schema_hash: str, fallback: str, kind: str = "") -> None:
+        """Exactly one ``rltune_model_info`` series is 1: the policy in use and why, if it is a fallback;
+        ``rltune_model_fallback`` is 1 for the fallback's ``kind`` (one of ``FALLBACK_KINDS``) alone."""
+        for k in FALLBACK_KINDS:
+            self.model_fallback.labels(k).set(1 if k == kind else 0)
         labels = (model, schema_hash, fallback)
         if self._model_labels == labels:
             return

@@ -1,10 +1,13 @@
 """Which policy and placer the daemon uses, and the loud fallbacks when the preferred one is missing.
 
-The learned actor (``model = "models/<name>"``) is loaded with ``policies.learned.load_learned``; a
-missing, corrupt or schema-mismatched model (a one-line ``UserError``), or a build without the
-learned module, falls back to ``base_policy`` and says so in the log, in ``rltune_model_info`` and in
-the dry-run banner. A model that fails while scoring is dropped for the rest of the run the same way.
-The MILP placer falls back to greedy (Slurm's own best fit) per call, counted.
+The learned actor (``model = "models/<name>"``) is loaded with ``policies.learned.load_learned``. A
+missing, corrupt or schema-mismatched model (a one-line ``UserError``) or a build without the learned
+module falls back to ``base_policy``; a model whose own manifest shows it behind multifactor or its base
+policy on held-out windows (``policies.standing``) runs what the record shows ahead of it instead, unless
+``run_model_behind_base = true``. Either is said in the log, in ``rltune_model_info`` and
+``rltune_model_fallback`` and in the dry-run banner. A model that fails while scoring is dropped for the
+rest of the run the same way. The MILP placer falls back to greedy (Slurm's own best fit) per call,
+counted.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from rltune_daemon.placement.greedy import greedy_placer
 from rltune_daemon.policies.base import Policy
 from rltune_daemon.policies.multifactor import leaves_slurm_order
 from rltune_daemon.policies.registry import make_policy
+from rltune_daemon.policies.standing import standing
 
 
 @dataclass
@@ -34,6 +38,8 @@ class PolicyChoice:
     schema_hash: str = ""
     fallback: str = ""
     identity: dict[str, Any] = field(default_factory=dict)  # the actor file's hash and training run
+    behind_base: str = ""  # why the model's own held-out record puts it behind (policies.standing)
+    fallback_kind: str = ""  # "" | one of FALLBACK_KINDS: the metric's label
 
     @property
     def described(self) -> str:
@@ -49,11 +55,6 @@ class PolicyChoice:
                 f"{i.get('best_iteration', '?')} of {i.get('iterations', '?')})")
 
     @property
-    def behind_base(self) -> str:
-        """The model's own caveat (``behind_base``); "" when a fallback runs instead of it."""
-        return "" if self.fallback else behind_base(self.identity)
-
-    @property
     def label(self) -> str:
         return self.model or self.policy.name
 
@@ -61,19 +62,6 @@ class PolicyChoice:
     def leave_order(self) -> bool:
         """``multifactor`` means "Slurm's own order": write no SiteFactor (undo only ours)."""
         return leaves_slurm_order(self.policy.name)
-
-
-def behind_base(identity: Mapping[str, Any]) -> str:
-    """Why a model may be worse than no model, from its own manifest (``model_identity``): on the
-    held-out windows of the trace it was trained on it had a higher mean bounded slowdown than its base
-    policy alone. "" when it did not, or the manifest has no held-out result. The daemon still runs the
-    model the admin configured; it says so at start, in ``--check-config`` and in the demo."""
-    model, base = identity.get("heldout_bsld"), identity.get("heldout_base_bsld")
-    if not isinstance(model, float) or not isinstance(base, float) or model <= base:
-        return ""
-    return (f"on held-out windows of {identity.get('trace', '?')} this model's mean bounded slowdown was "
-            f"{model:.2f} against {base:.2f} for {identity.get('base_policy', '?')} alone: compare both on "
-            "your own workload before relying on it (docs/operations.md, 'Model or base policy?')")
 
 
 # The daemon settings a model's manifest records for its rollouts (``rollouts``) that the start compares
@@ -111,27 +99,47 @@ def _learned_missing(exc: ModuleNotFoundError) -> bool:
     return bool(exc.name) and LEARNED_MODULE.startswith(str(exc.name))
 
 
-def choose_policy(model: str, base_policy: str) -> PolicyChoice:
-    """The learned model when configured and loadable, else ``base_policy`` (see module docstring)."""
+# why a configured model is not the one deciding: it could not be loaded, its own held-out record puts
+# it behind multifactor or its base policy, or it failed while scoring
+FALLBACK_KINDS = ("unusable", "behind_base", "failed")
+
+
+def choose_policy(model: str, base_policy: str, run_behind: bool = False) -> PolicyChoice:
+    """The learned model when configured, loadable and not behind on its own held-out record (unless
+    ``run_behind``), else ``base_policy`` (see module docstring)."""
     base = make_policy(base_policy)
     if not model:
         return PolicyChoice(base)
+    chosen, instead = _load(model, base)
+    if chosen.fallback or not chosen.behind_base or run_behind:
+        return chosen
+    # what the record shows ahead of the model, not base_policy: that may be the very policy it lost to
+    return PolicyChoice(make_policy(instead), model, "", f"{chosen.behind_base}; using {instead} (set "
+                        "run_model_behind_base = true to run the model anyway)", chosen.identity,
+                        fallback_kind="behind_base")
+
+
+def _load(model: str, base: Policy) -> tuple[PolicyChoice, str]:
+    """The model's choice and, when its held-out record puts it behind, the policy to run instead."""
     try:  # imported by name: the module is built separately and may be absent
         module = importlib.import_module(LEARNED_MODULE)
         load_learned = cast(Callable[[Path], Policy], module.load_learned)
     except ModuleNotFoundError as exc:
         why = ("learned policies are not available in this build" if _learned_missing(exc)
                else f"cannot load the learned policy: missing module {exc.name}")
-        return PolicyChoice(base, model, "", f"{why}; using {base.name}")
+        return PolicyChoice(base, model, "", f"{why}; using {base.name}", fallback_kind="unusable"), ""
     try:
         policy = load_learned(Path(model))
     except UserError as err:
-        return PolicyChoice(base, model, "", f"{err}; using {base.name}")
+        return PolicyChoice(base, model, "", f"{err}; using {base.name}", fallback_kind="unusable"), ""
     except (OSError, ValueError, RuntimeError) as exc:  # a loader bug must not stop the daemon
-        return PolicyChoice(base, model, "", f"model {model}: {type(exc).__name__}: {exc}; using {base.name}")
+        return PolicyChoice(base, model, "", f"model {model}: {type(exc).__name__}: {exc}; using {base.name}",
+                            fallback_kind="unusable"), ""
     schema = str(getattr(policy, "schema_hash", "") or "")
     identity = cast(Callable[[Path], dict[str, Any]], module.model_identity)(Path(model))
-    return PolicyChoice(policy, model, schema, identity=identity)
+    manifest = cast(dict[str, Any], getattr(policy, "manifest", {}))
+    where = standing(manifest)
+    return PolicyChoice(policy, model, schema, identity=identity, behind_base=where.reason), where.instead
 
 
 PLACER_FALLBACK_REASONS = (*FALLBACK_REASONS, "unavailable")

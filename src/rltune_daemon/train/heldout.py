@@ -1,7 +1,9 @@
-"""The held-out result a model's manifest records: the model against its base policy on the trace's
-held-out windows. Training measures it after export (``--heldout-windows``); ``rltune heldout`` measures
-it later for a model trained with ``--heldout-windows 0`` (chosen first, on training windows only), so
-that every shipped manifest carries the number ``--check-config`` warns from."""
+"""The held-out result a model's manifest records: the model against its base policy (ranked at every
+event, and applied by the daemon) and Slurm's multifactor on the trace's held-out windows, with every
+window's BSLD and wait so that the daemon can tell a difference from noise (``policies.standing``).
+Training measures it after export (``--heldout-windows``); ``rltune heldout`` measures it later for a
+model trained with ``--heldout-windows 0`` (chosen first, on training windows only), so that every
+shipped manifest carries the record the daemon's start checks."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from rltune_daemon.policies.learned import MANIFEST_FILE, load_learned
 from rltune_daemon.sim.config import checked_reservations
 
 HELDOUT_KEYS = ("bsld", "wait_mean", "jct_mean", "utilization")
+PER_WINDOW_KEYS = ("bsld", "wait_mean")
+MULTIFACTOR = "multifactor"  # what an admin runs without the daemon: the reference every model must beat
 
 
 @dataclass(frozen=True)
@@ -40,15 +44,23 @@ def measure_heldout(model_dir: Path, spec: HeldoutSpec, progress: bool = False) 
     from rltune_daemon.evaluate.runner import EvalConfig, evaluate
 
     policy = f"rltune:{model_dir}"
-    cfg = EvalConfig(trace=spec.trace, policies=(spec.base, policy), windows=spec.windows,
+    # the base ranked at every event (the trainer's reward reference), and what the daemon runs instead
+    # of the model: Slurm's own order, or the base policy applied by the daemon
+    refs = {"base": spec.base, MULTIFACTOR: MULTIFACTOR}
+    if spec.base != MULTIFACTOR:
+        refs["daemon_base"] = f"daemon:{spec.base}"
+    policies = tuple(dict.fromkeys((*refs.values(), policy)))
+    cfg = EvalConfig(trace=spec.trace, policies=policies, windows=spec.windows,
                      window_size=spec.window_size, seed=spec.seed, estimates=spec.estimates, mode=spec.mode,
                      opts=spec.opts, cluster=spec.cluster, jobs=spec.jobs,
                      bf_reservations=spec.bf_reservations)
     res = evaluate(cfg, progress=progress)
+    named = {"model": policy, **refs}
     return {"windows": spec.windows, "window_size": spec.window_size, "seed": spec.seed,
             "bf_reservations": spec.bf_reservations,
-            "model": {k: res["policies"][policy][k] for k in HELDOUT_KEYS},
-            "base": {k: res["policies"][spec.base][k] for k in HELDOUT_KEYS}}
+            **{name: {k: res["policies"][p][k] for k in HELDOUT_KEYS} for name, p in named.items()},
+            "per_window": {name: {k: [float(w[k]) for w in res["policies"][p]["per_window"]]
+                                  for k in PER_WINDOW_KEYS} for name, p in named.items()}}
 
 
 def write_manifest(model_dir: Path, manifest: dict[str, Any]) -> None:
