@@ -98,7 +98,7 @@ def test_backfill_setting_reaches_the_base_run() -> None:
     from rltune_daemon.errors import UserError
     from rltune_daemon.policies import make_policy
     from rltune_daemon.sim import SimConfig, simulate
-    from rltune_daemon.train.ppo import episode_workload
+    from rltune_daemon.train.episodes import episode_workload
 
     seen = {}
     for r in (1, 500):

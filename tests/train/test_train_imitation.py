@@ -27,8 +27,8 @@ def test_recorder_behaves_exactly_like_its_base() -> None:
     from rltune_daemon.service.simdaemon import planner_controller
     from rltune_daemon.sim import Simulator
     from rltune_daemon.traces import load_workload, split_by_time
+    from rltune_daemon.train.episodes import episode_workload
     from rltune_daemon.train.imitation import ImitationRecorder
-    from rltune_daemon.train.ppo import episode_workload
 
     train, _ = split_by_time(load_workload("testbed", estimates="user", seed=0))
     wl = episode_workload(train, 200, 96)

@@ -192,12 +192,13 @@ def test_tail_validation_never_trains_on_its_windows(tmp_path: Path) -> None:
 
     args = tiny_args(tmp_path / "tail", episode_jobs=64, validation="tail", seed=0)
     _worker_init(args)
-    train_wl = _W["train"]
+    episodes = _W["episodes"]
+    train_wl = episodes.parts[0]
     cut = len(split_by_time(train_wl)[0].jobs)
     n = len(train_wl.jobs)
     assert cut < n
-    assert _episode_spans(train_wl, args) == (cut - 64, (cut, n - 64))
-    assert _episode_spans(train_wl, tiny_args(tmp_path / "any", episode_jobs=64)) == (n - 64, None)
+    assert _episode_spans(episodes, args) == (cut - 64, (cut, n - 64))
+    assert _episode_spans(episodes, tiny_args(tmp_path / "any", episode_jobs=64)) == (n - 64, None)
     manifest = train(args)
     assert manifest["hyperparameters"]["validation"] == "tail"
     assert manifest["validation_reward"] is not None

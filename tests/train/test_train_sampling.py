@@ -33,7 +33,7 @@ def test_recorded_steps_match_the_torch_networks() -> None:
     from rltune_daemon.service.simdaemon import planner_controller
     from rltune_daemon.sim import Simulator
     from rltune_daemon.traces import load_workload, split_by_time
-    from rltune_daemon.train.ppo import episode_workload
+    from rltune_daemon.train.episodes import episode_workload
 
     actor, critic = _nets(0)
     policy = SamplingPolicy(actor, critic, "sampled", np.random.default_rng(0), top_m=4)

@@ -98,8 +98,8 @@ def record_base(starts: list[int], episode_jobs: int = 128, base: str = "sjf", t
     from rltune_daemon.service.simdaemon import planner_controller
     from rltune_daemon.sim import Simulator
     from rltune_daemon.traces import load_workload, split_by_time
+    from rltune_daemon.train.episodes import episode_workload
     from rltune_daemon.train.imitation import ImitationRecorder
-    from rltune_daemon.train.ppo import episode_workload
 
     train, _ = split_by_time(load_workload("testbed", estimates="user", seed=0, **(opts or {})))
     samples: Samples = []

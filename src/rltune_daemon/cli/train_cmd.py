@@ -16,7 +16,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "train", help="train the RLTune actor in the simulator (PPO or cross-entropy search)")
     p.add_argument("--trace", help="trace name (see 'rltune trace list') or file to train on; its last 10 %% "
-                        "is held out")
+                        "is held out. Several names (philly,helios,alibaba,testbed): one model for all, "
+                        "episodes drawn from each trace equally often")
     p.add_argument("--base", default="sjf",
                    help=f"base policy the reward compares with ({', '.join(BASELINES)})")
     p.add_argument("--minutes", type=float, default=30.0, help="time budget for rollouts and updates")
@@ -112,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
 
     from rltune_daemon.evaluate.runner import EVAL_DEFAULT_OPTS
     from rltune_daemon.policies import make_policy
+    from rltune_daemon.train.episodes import trace_names
     from rltune_daemon.train.ppo import TrainArgs, train
 
     if args.recipe is not None:
@@ -119,6 +121,9 @@ def run(args: argparse.Namespace) -> int:
     if args.trace is None:
         raise UserError("--trace is required (or --recipe MODEL to repeat a model's run)")
     make_policy(args.base)  # validate before any work
+    if len(trace_names(args.trace)) > 1 and (args.opt or args.cluster):
+        raise UserError(f"--trace {args.trace}: --opt and --cluster go with one trace; several bundled "
+                        "traces each train on their own defaults")
     # train on the same workload the evaluation splits (e.g. testbed with jobs=20480)
     opts = {**EVAL_DEFAULT_OPTS.get(args.trace, {}), **parse_opts(args.opt)}
     if not args.react >= 0:

@@ -87,7 +87,7 @@ class RLTuneEnv(gym.Env[dict[str, np.ndarray], int]):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         from rltune_daemon.sim import simulate
-        from rltune_daemon.train.ppo import episode_workload
+        from rltune_daemon.train.episodes import episode_workload
 
         super().reset(seed=seed)
         start = int(self.np_random.integers(0, len(self.train.jobs) - self.episode_jobs + 1))

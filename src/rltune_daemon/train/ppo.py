@@ -35,8 +35,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from rltune_daemon.domain.workload import Workload
 from rltune_daemon.errors import UserError
+from rltune_daemon.evaluate.runner import EVAL_DEFAULT_OPTS
 from rltune_daemon.planner.config import (
     GUARD_REFERENCES,
     INTERVAL_DEFAULT,
@@ -47,7 +47,7 @@ from rltune_daemon.planner.config import (
 )
 from rltune_daemon.sim.config import SimConfig, checked_reservations
 from rltune_daemon.train.credit import checked_metric, gae, metric_keys, reward_scale, step_rewards
-from rltune_daemon.train.history import EpisodeHistory
+from rltune_daemon.train.episodes import Episodes, trace_names
 from rltune_daemon.train.network import Actor, Critic, first_pick_entropy, plackett_luce_logp
 from rltune_daemon.train.sampling import SamplingPolicy, Step
 
@@ -122,13 +122,12 @@ def _worker_init(args: TrainArgs) -> None:
     from rltune_daemon.traces import load_workload, split_by_time
 
     torch.set_num_threads(1)
-    workload = load_workload(args.trace, estimates=args.estimates, seed=args.seed, cluster=args.cluster,
-                             **args.opts)
-    train, _ = split_by_time(workload)
-    if len(train.jobs) < args.episode_jobs + 1:
-        raise UserError(f"trace {args.trace}: training split has {len(train.jobs)} jobs, fewer than one "
-                        f"episode of {args.episode_jobs}")
-    _W.update(args=args, train=train, policy_cache={}, history=EpisodeHistory(train))
+    names = trace_names(args.trace)
+    # one trace: its options as given (the CLI adds evaluation's defaults); several: each its defaults
+    opts = {name: args.opts if len(names) == 1 else EVAL_DEFAULT_OPTS.get(name, {}) for name in names}
+    parts = [split_by_time(load_workload(name, estimates=args.estimates, seed=args.seed,
+                                         cluster=args.cluster, **opts[name]))[0] for name in names]
+    _W.update(args=args, episodes=Episodes(names, parts, args.episode_jobs), policy_cache={})
 
 
 def sim_config(args: TrainArgs) -> SimConfig:
@@ -157,10 +156,6 @@ def rollout_settings(args: TrainArgs) -> dict[str, Any]:
     return loop_settings(rollout_planner(args), INTERVAL_DEFAULT, args.react)
 
 
-def episode_workload(train: Workload, start: int, size: int) -> Workload:
-    return train.with_jobs(train.jobs[start : start + size], episode_start=start)
-
-
 def reward(base: dict[str, Any], rl: dict[str, Any], metric: str) -> float:
     """Mean over the metrics of ``(base - rl) / base`` (improvement fraction; 0 when both are 0).
 
@@ -179,8 +174,9 @@ def _policy_metrics(name: str, start: int) -> dict[str, Any]:
     cache: dict[tuple[str, int], dict[str, Any]] = _W["policy_cache"]
     if (name, start) not in cache:
         args: TrainArgs = _W["args"]
-        cache[name, start] = simulate(episode_workload(_W["train"], start, args.episode_jobs),
-                                      _W["history"].prime(make_policy(name), start), sim_config(args)).metrics
+        eps: Episodes = _W["episodes"]
+        cache[name, start] = simulate(eps.workload(start), eps.prime(make_policy(name), start),
+                                      sim_config(args)).metrics
     return cache[name, start]
 
 
@@ -232,10 +228,10 @@ def _episode(actor: Actor, critic: Critic, start: int, seed: int, deterministic:
                 "rl": {k: base[k] for k in METRICS}, "base": {k: base[k] for k in METRICS}}
     rng = np.random.default_rng(seed)
     policy = SamplingPolicy(actor, critic, args.features, rng, args.top_m, deterministic,
-                            _W["history"].history(start) if args.features == "sampled" else None,
+                            _W["episodes"].history(start) if args.features == "sampled" else None,
                             **_residual(args, start))
     ctl = rollout_controller(policy, args)
-    wl = episode_workload(_W["train"], start, args.episode_jobs)
+    wl = _W["episodes"].workload(start)
     res = Simulator(wl, ctl, sim_config(args)).run()
     steps = policy.steps
     rivals = [_policy_metrics(name, start) for name in rival_names(args.rivals)]
@@ -261,7 +257,7 @@ def _residual(args: TrainArgs, start: int) -> dict[str, Any]:
 
     if args.reach <= 0:
         return {}
-    return {"base": _W["history"].prime(make_policy(args.base), start), "reach": args.reach,
+    return {"base": _W["episodes"].prime(make_policy(args.base), start), "reach": args.reach,
             "beta": args.reach_beta}
 
 
@@ -357,7 +353,7 @@ def ppo_update(actor: Actor, critic: Critic, opt: torch.optim.Optimizer, steps: 
     return {k: float(np.mean(v)) if v else math.nan for k, v in stats.items()}
 
 
-def _episode_spans(train: Workload, args: TrainArgs) -> tuple[int, tuple[int, int] | None]:
+def _episode_spans(episodes: Episodes, args: TrainArgs) -> tuple[int, tuple[int, int] | None]:
     """How many episode starts training draws from (``[0, n)``), and the validation starts' range when
     validation is on the tail. With ``validation = "tail"`` the training part is split again as the trace
     is (``split_by_time``): episodes lie wholly before its last 10 %, validation windows inside it, so
@@ -365,9 +361,12 @@ def _episode_spans(train: Workload, args: TrainArgs) -> tuple[int, tuple[int, in
     ``--split train-tail`` draws from the same jobs)."""
     from rltune_daemon.traces import split_by_time
 
-    n, size = len(train.jobs), args.episode_jobs
     if args.validation == "anywhere":
-        return n - size, None
+        return episodes.n_starts, None
+    if len(episodes.parts) > 1:
+        raise UserError(f"--validation tail needs one trace, not {args.trace}: use --validation anywhere")
+    train = episodes.parts[0]
+    n, size = len(train.jobs), args.episode_jobs
     cut = len(split_by_time(train)[0].jobs)
     if n - cut <= size or cut <= size:
         raise UserError(f"trace {args.trace}: the training part's tail has {n - cut} jobs and the rest "
@@ -567,8 +566,8 @@ def open_session(args: TrainArgs) -> Session:
         torch.nn.init.zeros_(last.weight)
         torch.nn.init.zeros_(last.bias)
     _worker_init(args)  # also validates the trace in the main process
-    train_wl: Workload = _W["train"]
-    n_starts, val_span = _episode_spans(train_wl, args)
+    episodes: Episodes = _W["episodes"]
+    n_starts, val_span = _episode_spans(episodes, args)
     workers = args.workers or os.cpu_count() or 1
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "checkpoints").mkdir(exist_ok=True)
@@ -588,7 +587,7 @@ def open_session(args: TrainArgs) -> Session:
         session = Session(args, actor, critic, t_start, rng, workers, pool, pool_starts, n_starts, [], {},
                           None, init=init)
         if args.warm_start_episodes > 0:
-            session.warm = warm_start(actor, args, train_wl, session.draw(rng, args.warm_start_episodes))
+            session.warm = warm_start(actor, args, episodes, session.draw(rng, args.warm_start_episodes))
         val_rng = np.random.default_rng(args.seed + 7919)
         val_starts = session.draw(val_rng, args.validation_episodes) if val_span is None else \
             val_rng.integers(*val_span, args.validation_episodes)
@@ -668,7 +667,7 @@ def batch_means(episodes: list[dict[str, Any]]) -> dict[str, float]:
     }
 
 
-def warm_start(actor: Actor, args: TrainArgs, train_wl: Workload,
+def warm_start(actor: Actor, args: TrainArgs, episodes: Episodes,
                starts: np.ndarray[Any, np.dtype[np.int64]]) -> dict[str, float]:
     """Behaviour-clone the base policy's ranking (see ``imitation``); returns what was done."""
     from rltune_daemon.policies import make_policy
@@ -677,12 +676,12 @@ def warm_start(actor: Actor, args: TrainArgs, train_wl: Workload,
 
     t0 = time.perf_counter()
     samples = []
-    hist: EpisodeHistory = _W["history"]
     for start in starts:
-        rec = ImitationRecorder(hist.prime(make_policy(args.base), int(start)), args.features, args.top_m,
-                                hist.history(int(start)) if args.features == "sampled" else None)
+        history = episodes.history(int(start)) if args.features == "sampled" else None
+        rec = ImitationRecorder(episodes.prime(make_policy(args.base), int(start)), args.features,
+                                args.top_m, history)
         ctl = rollout_controller(rec, args)
-        Simulator(episode_workload(train_wl, int(start), args.episode_jobs), ctl, sim_config(args)).run()
+        Simulator(episodes.workload(int(start)), ctl, sim_config(args)).run()
         samples.extend(rec.samples)
     nll = fit_imitation(actor, samples, args.top_m, seed=args.seed)
     return {"episodes": args.warm_start_episodes, "decisions": len(samples), "nll_per_pick": nll,

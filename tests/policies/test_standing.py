@@ -1,0 +1,27 @@
+"""A model's standing on its own held-out record, for a model trained on several traces."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rltune_daemon.policies.standing import standing
+
+
+def _record(model: list[float], mf: list[float]) -> dict[str, Any]:
+    waits = [100.0, 200.0, 300.0]
+    return {"windows": 3, "model": {"bsld": sum(model) / 3}, "multifactor": {"bsld": sum(mf) / 3},
+            "per_window": {"model": {"bsld": model, "wait_mean": waits},
+                           "multifactor": {"bsld": mf, "wait_mean": waits}}}
+
+
+def test_a_general_model_is_behind_when_behind_on_any_of_its_traces() -> None:
+    ahead = _record([2.0, 3.0, 4.0], [2.5, 3.4, 4.6])
+    behind = _record([2.5, 3.4, 4.6], [2.0, 3.0, 4.0])
+    manifest = {"trace": "philly,helios", "base_policy": "multifactor",
+                "heldout": {"windows": 3, "traces": {"philly": ahead, "helios": ahead}}}
+    assert standing(manifest).reason == ""
+    manifest["heldout"]["traces"]["helios"] = behind
+    where = standing(manifest)
+    assert where.instead == "multifactor"
+    assert where.reason.startswith("on 3 held-out windows of helios this model is behind multifactor")
+    assert "philly" not in where.reason
