@@ -153,7 +153,8 @@ def test_trace_too_small_for_an_episode(tmp_path: Path) -> None:
     (["--base", "sjf", "--minutes", "0"], "--minutes must be positive"),
     (["--trace", "no-such-trace"], "no-such-trace"),
     (["--react", "-1"], "--react -1: must be 0"),
-    (["--metric", "both", "--credit", "step"], "--metric both scores a window by the worse of its two gaps"),
+    (["--metric", "both", "--credit", "step"], "--metric both is no sum of per-decision charges"),
+    (["--metric", "bsld+wait+makespan", "--credit", "step"], "is no sum of per-decision charges"),
     (["--rivals", "nosuch"], "--rivals 'nosuch': expected heuristics from"),
     (["--rivals", "fcfs,sjf"], "--rivals sjf: it is the base policy already"),
     (["--rivals", "fcfs,fcfs"], "a policy is named twice"),
@@ -212,6 +213,15 @@ def test_metric_both_scores_a_window_by_its_worse_gap() -> None:
     assert reward(base, trade, "both") == pytest.approx(-0.10)
     assert reward(base, {"bsld": 9.0, "wait_mean": 950.0}, "both") == pytest.approx(0.05)
     assert reward(base, trade, "wait") == pytest.approx(0.30)
+
+
+def test_makespan_in_the_reward_stands_for_a_fuller_cluster() -> None:
+    """A short-first order that cuts slowdown and wait but leaves the wide jobs to run alone at the end
+    scores less once the makespan counts."""
+    base = {"bsld": 3.0, "wait_mean": 3000.0, "makespan": 250_000.0}
+    short_first = {"bsld": 2.4, "wait_mean": 2700.0, "makespan": 300_000.0}
+    assert reward(base, short_first, "bsld+wait") == pytest.approx((0.2 + 0.1) / 2)
+    assert reward(base, short_first, "bsld+wait+makespan") == pytest.approx((0.2 + 0.1 - 0.2) / 3)
 
 
 def test_rivals_score_a_window_by_its_smallest_reward() -> None:

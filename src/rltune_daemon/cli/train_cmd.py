@@ -40,8 +40,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="sampled = paper's engineered+sampled features; naive = raw job features (ablation)")
     p.add_argument("--metric", choices=METRICS_CHOICES, default="bsld+wait",
                    help="what the reward measures: the relative gap to the base policy in mean bounded "
-                        "slowdown, mean wait, the mean of both gaps (default), or both: the smaller of "
-                        "the two gaps, so a window scores as well as its worse metric (episode credit)")
+                        "slowdown, mean wait, the mean of both gaps (default), both: the smaller of "
+                        "the two gaps, so a window scores as well as its worse metric, or "
+                        "bsld+wait+makespan: the mean of three, makespan standing for GPU utilisation "
+                        "(the last two: episode credit)")
     p.add_argument("--rivals", default="", metavar="POLICIES",
                    help="other heuristics the reward is measured against too (comma-separated): a window "
                         "scores its smallest reward against the base and each of them; with --metric both, "

@@ -22,10 +22,15 @@ from rltune_daemon.sim.metrics import BSLD_BOUND
 
 # The reward's normaliser per metric: the base policy's value, floored (BSLD >= 1; a minute of mean
 # wait counts as "no queue"). The episode reward (``ppo.reward``) and the per-decision charges share it.
-REWARD_FLOORS = {"bsld": 1.0, "wait_mean": 60.0}
+# Makespan stands for GPU utilisation: the same jobs on the same GPUs, so a window's utilisation is its
+# GPU-seconds over GPUs x makespan, and a shorter makespan is a fuller cluster (on a busy cluster a short-
+# first order leaves the wide jobs to run alone at the end).
+REWARD_FLOORS = {"bsld": 1.0, "wait_mean": 60.0, "makespan": 1.0}
 
 
-METRICS_CHOICES = ("bsld", "wait", "bsld+wait", "both")
+METRICS_CHOICES = ("bsld", "wait", "bsld+wait", "both", "bsld+wait+makespan")
+# metrics that are no sum over time of what waiting jobs accrue: episode credit only
+EPISODE_ONLY = ("both", "bsld+wait+makespan")
 
 
 def metric_key(metric: str) -> str:

@@ -46,7 +46,14 @@ from rltune_daemon.planner.config import (
     loop_settings,
 )
 from rltune_daemon.sim.config import SimConfig, checked_reservations
-from rltune_daemon.train.credit import checked_metric, gae, metric_keys, reward_scale, step_rewards
+from rltune_daemon.train.credit import (
+    EPISODE_ONLY,
+    checked_metric,
+    gae,
+    metric_keys,
+    reward_scale,
+    step_rewards,
+)
 from rltune_daemon.train.episodes import Episodes, trace_names
 from rltune_daemon.train.network import Actor, Critic, first_pick_entropy, plackett_luce_logp
 from rltune_daemon.train.sampling import SamplingPolicy, Step
@@ -515,9 +522,9 @@ def _check(args: TrainArgs) -> None:
         raise UserError("--reach starts from the base policy's exact order: drop --warm-start")
     if args.init is not None and args.warm_start_episodes > 0:
         raise UserError(f"--init {args.init} starts from that model's weights: drop --warm-start")
-    if checked_metric(args.metric) == "both" and args.credit == "step":
-        raise UserError("--metric both scores a window by the worse of its two gaps, which no per-decision "
-                        "charge adds up to: use --credit episode, or --metric bsld+wait with --credit step")
+    if checked_metric(args.metric) in EPISODE_ONLY and args.credit == "step":
+        raise UserError(f"--metric {args.metric} is no sum of per-decision charges (the worse of two gaps, "
+                        "or a makespan): use --credit episode, or --metric bsld+wait with --credit step")
     _check_rivals(args)
     checked_reservations(args.bf_reservations)
     if args.starvation_reference not in GUARD_REFERENCES:

@@ -1,0 +1,62 @@
+"""Every shipped model on every workload's held-out windows, next to what admins run: one Markdown table
+from the ``rltune evaluate`` results of each workload (docs/results/cross-workload/<trace>).
+
+Each cell is the model's mean BSLD / mean wait on that workload and its verdict against multifactor and
+against ``daemon:sjf`` (``rltune compare``'s rule: 2 standard errors of the per-window difference;
+better = no metric higher, one lower). A model's home workload, the one it was trained on, is marked *.
+
+    python docs/scripts/cross_workload.py docs/results/cross-workload/{testbed,philly,helios,alibaba}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from rltune_daemon import stats
+
+REFERENCES = ("multifactor", "daemon:sjf")
+
+
+def verdict(pols: dict[str, Any], a: str, b: str) -> str:
+    per = [stats.paired([w[k] for w in pols[a]["per_window"]], [w[k] for w in pols[b]["per_window"]]).verdict
+           for k in ("bsld", "wait_mean")]
+    return stats.overall(per)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", nargs="+", type=Path, help="rltune evaluate output directories, one per workload")
+    args = ap.parse_args()
+    results = {}
+    for run in args.runs:
+        data = json.loads((run / "results.json").read_text())
+        results[data["config"]["trace"]] = data
+    traces = list(results)
+    models = sorted({p for r in results.values() for p in r["policies"] if p.startswith("rltune:")})
+    print("| policy | " + " | ".join(traces) + " |")
+    print("|---|" + "---|" * len(traces))
+    for ref in REFERENCES:
+        cells = [f"{r['policies'][ref]['bsld']:.2f} / {r['policies'][ref]['wait_mean']:.0f}"
+                 for r in results.values()]
+        print(f"| `{ref}` | " + " | ".join(cells) + " |")
+    wins = {m: 0 for m in models}
+    for m in models:
+        cells = []
+        for trace, r in results.items():
+            pols = r["policies"]
+            home = r["config"]["models"][m].get("trace") == trace
+            v = [verdict(pols, m, ref) for ref in REFERENCES]
+            wins[m] += v[0] == "better"
+            cells.append(f"{pols[m]['bsld']:.2f} / {pols[m]['wait_mean']:.0f}{' *' if home else ''} "
+                         f"({v[0]}; {v[1]})")
+        print(f"| `{m.removeprefix('rltune:')}` | " + " | ".join(cells) + " |")
+    print()
+    print("Workloads where each model is better than multifactor: " +
+          ", ".join(f"`{m.removeprefix('rltune:')}` {n} of {len(traces)}" for m, n in wins.items()))
+
+
+if __name__ == "__main__":
+    main()
