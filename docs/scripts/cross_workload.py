@@ -5,7 +5,11 @@ Each cell is the model's mean BSLD / mean wait on that workload and its verdict 
 against ``daemon:sjf`` (``rltune compare``'s rule: 2 standard errors of the per-window difference;
 better = no metric higher, one lower). A model's home workload, the one it was trained on, is marked *.
 
-    python docs/scripts/cross_workload.py docs/results/cross-workload/{testbed,philly,helios,alibaba}
+    python docs/scripts/cross_workload.py docs/results/cross-workload/{testbed,philly} \
+        docs/results/{helios,alibaba} docs/results/cross-workload/{helios,alibaba}
+
+Several runs of one workload are merged when they ran the same windows (``rltune compare``'s check), so
+a run of the other workloads' models can sit beside the published held-out table.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rltune_daemon import stats
+from rltune_daemon.evaluate.paired import SAME_WINDOWS
 
 REFERENCES = ("multifactor", "daemon:sjf")
 
@@ -30,10 +35,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+", type=Path, help="rltune evaluate output directories, one per workload")
     args = ap.parse_args()
-    results = {}
+    results: dict[str, Any] = {}
     for run in args.runs:
         data = json.loads((run / "results.json").read_text())
-        results[data["config"]["trace"]] = data
+        have = results.setdefault(data["config"]["trace"], data)
+        if have is not data:
+            moved = [k for k in SAME_WINDOWS if have["config"].get(k) != data["config"].get(k)]
+            if moved:
+                raise SystemExit(f"{run}: other windows than the first run of {data['config']['trace']} "
+                                 f"({', '.join(moved)})")
+            have["policies"].update(data["policies"])
+            have["config"]["models"].update(data["config"]["models"])
     traces = list(results)
     models = sorted({p for r in results.values() for p in r["policies"] if p.startswith("rltune:")})
     print("| policy | " + " | ".join(traces) + " |")

@@ -11,7 +11,7 @@ import pytest
 from rltune_daemon.errors import UserError
 from rltune_daemon.evaluate.engines import Engine, deal, parse_engine
 from rltune_daemon.evaluate.runner import EvalConfig, evaluate
-from slurm_fixtures import SlurmTestCluster
+from slurm_fixtures import WAIT_S, SlurmTestCluster
 
 
 def test_engine_flag_and_dealing() -> None:
@@ -36,7 +36,7 @@ def test_a_slurm_array_gives_the_numbers_this_machine_gives(
                      opts={"jobs": "2000"})
     here = evaluate(replace(cfg, jobs=1), progress=False)
     folder = tmp_path / "jobs"
-    there = evaluate(cfg, progress=False, engine=Engine("slurm", "gpu", folder))
+    there = evaluate(cfg, progress=False, engine=Engine("slurm", "gpu", folder, wait_s=2 * WAIT_S))
     for policy in cfg.policies:
         assert there["policies"][policy]["per_window"] == here["policies"][policy]["per_window"]
         assert there["policies"][policy]["waits"] == here["policies"][policy]["waits"]
@@ -61,3 +61,20 @@ def test_a_bad_engine_is_one_line_before_any_work(capsys: pytest.CaptureFixture[
     assert main(["evaluate", "--trace", "testbed", "--engine", "ray"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--engine 'ray'" in err
+
+
+@pytest.mark.slurm
+def test_an_array_that_cannot_finish_is_cancelled_not_left_behind(
+        slurm_cluster: SlurmTestCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in slurm_cluster.env.items():
+        monkeypatch.setenv(key, value)
+    slurm_cluster.cancel_all()
+    slurm_cluster.run("scontrol", "update", "PartitionName=hipri", "State=DOWN")  # tasks queue, never start
+    try:
+        cfg = EvalConfig("testbed", ("sjf",), windows=2, window_size=50, jobs=2, opts={"jobs": "2000"})
+        with pytest.raises(UserError, match=r"2 array task\(s\) not done after 5 s .*; cancelled"):
+            evaluate(cfg, progress=False, engine=Engine("slurm", "hipri", tmp_path / "jobs", wait_s=5))
+        slurm_cluster.wait_for(lambda: not slurm_cluster.squeue("%A", extra=("-t", "PD,R")), WAIT_S,
+                               "the array cancelled")
+    finally:
+        slurm_cluster.run("scontrol", "update", "PartitionName=hipri", "State=UP")

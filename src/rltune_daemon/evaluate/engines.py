@@ -10,7 +10,8 @@ see (a shared filesystem, as for any array job); it is removed after a run that 
 a one-line error naming it, after one that did not.
 
 A task that ends without a result (cancelled, out of time or memory) is found with ``squeue`` rather
-than ``sacct``, so clusters without accounting are served too.
+than ``sacct``, so clusters without accounting are served too. An evaluation that stops early (an error,
+Ctrl-C) cancels the tasks still queued or running: nothing of it is left on the cluster.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class Engine:
     kind: str = "local"
     partition: str = ""
     folder: Path = Path("rltune-slurm-jobs")
+    wait_s: float = 0.0  # give up (and cancel the array) after this long; 0: wait while Slurm lists it
 
 
 def parse_engine(text: str, folder: Path | None = None) -> Engine:
@@ -93,9 +95,25 @@ def run_on_slurm(engine: Engine, fn: Callable[..., list[dict[str, Any]]], args: 
         raise UserError(f"--engine slurm: sbatch refused the array ({said[-1] if said else exc!r}); check "
                         f"the partition (slurm:PARTITION), that it allows {TASK_HOURS} h and "
                         f"{TASK_MEM_GB} GB per task, and that sbatch works here") from None
-    out: list[dict[str, Any]] = []
     waiting = {j.job_id: j for j in jobs}
+    try:
+        out = _collect(engine, waiting, on_done)
+    finally:
+        for job in waiting.values():  # interrupted or failed: nothing of ours keeps running or queued
+            with contextlib.suppress(Exception):
+                job.cancel(check=False)
+    shutil.rmtree(folder, ignore_errors=True)
+    with contextlib.suppress(OSError):  # the engine's folder too, when no other run is in it
+        folder.parent.rmdir()
+    return out
+
+
+def _collect(engine: Engine, waiting: dict[str, Any], on_done: Callable[[int], object]
+             ) -> list[dict[str, Any]]:
+    """The runs of every array task in ``waiting`` (emptied as they come back)."""
+    out: list[dict[str, Any]] = []
     missing_since: dict[str, float] = {}
+    t0 = time.monotonic()
     while waiting:
         for job_id, job in list(waiting.items()):
             if job.paths.result_pickle.exists():
@@ -115,9 +133,10 @@ def run_on_slurm(engine: Engine, fn: Callable[..., list[dict[str, Any]]], args: 
             elif now - missing_since.setdefault(job_id, now) > GONE_GRACE_S:
                 raise UserError(f"--engine slurm: array task {job_id} ended without a result (cancelled, "
                                 f"out of time or memory?); its log is {job.paths.stderr}")
+        if waiting and engine.wait_s and now - t0 > engine.wait_s:
+            raise UserError(f"--engine slurm: {len(waiting)} array task(s) not done after "
+                            f"{engine.wait_s:g} s (still queued or running: {', '.join(sorted(waiting))}); "
+                            "cancelled")
         if waiting:
             time.sleep(POLL_S)
-    shutil.rmtree(folder, ignore_errors=True)
-    with contextlib.suppress(OSError):  # the engine's folder too, when no other run is in it
-        folder.parent.rmdir()
     return out
