@@ -1,52 +1,86 @@
-"""Episode windows over one trace (as always: index = first job) or several (each drawn equally often)."""
+"""Contended episodes: training and validation draw only windows that queue under the base policy."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pytest
+from train_helpers import one_torch_thread, tiny_args
 
 from rltune_daemon.errors import UserError
-from rltune_daemon.traces import load_workload, split_by_time
-from rltune_daemon.train.episodes import BLOCK, Episodes, episode_workload, trace_names
+from rltune_daemon.train import ppo
+from rltune_daemon.train.ppo import contended_starts, train
 
 
-def _part(jobs: int, seed: int = 0):  # type: ignore[no-untyped-def]
-    return split_by_time(load_workload("testbed", estimates="user", seed=seed, jobs=str(jobs)))[0]
+@pytest.fixture(autouse=True)
+def _one_thread() -> Iterator[None]:
+    with one_torch_thread():
+        yield
 
 
-def test_one_trace_keeps_the_index_as_the_first_job() -> None:
-    part = _part(1000)
-    eps = Episodes(["testbed"], [part], 100)
-    assert eps.n_starts == len(part.jobs) - 100
-    for start in (0, 17, eps.n_starts - 1):
-        wl = eps.workload(start)
-        assert [j.id for j in wl.jobs] == [j.id for j in episode_workload(part, start, 100).jobs]
+def test_keeps_the_most_contended_share_deterministically() -> None:
+    cand = np.array([50, 10, 40, 20, 30], dtype=np.int64)
+    assert contended_starts(cand, [1.0, 9.0, 3.0, 9.0, 2.0], 0.4).tolist() == [10, 20]
+    assert contended_starts(cand, [1.0, 9.0, 3.0, 9.0, 2.0], 0.6).tolist() == [10, 20, 40]
+    # ties keep the lower start
+    assert contended_starts(cand, [5.0] * 5, 0.4).tolist() == [10, 20]
+    assert contended_starts(cand, [5.0] * 5, 1.0).tolist() == [10, 20, 30, 40, 50]
+    with pytest.raises(UserError, match="contended_share 0"):
+        contended_starts(cand, [1.0] * 5, 0.0)
 
 
-def test_several_traces_are_drawn_equally_often_and_map_inside_each_part() -> None:
-    small, large = _part(600, seed=1), _part(3000, seed=2)
-    eps = Episodes(["small", "large"], [small, large], 100)
-    assert eps.n_starts == 2 * BLOCK
-    draws = np.random.default_rng(0).integers(0, eps.n_starts, 4000)
-    which = np.array([eps.locate(int(s))[0] for s in draws])
-    assert abs(which.mean() - 0.5) < 0.03  # not 5:1 as their lengths are
-    for start in (0, BLOCK - 1, BLOCK, 2 * BLOCK - 1):
-        i, s = eps.locate(start)
-        part = (small, large)[i]
-        assert 0 <= s <= len(part.jobs) - 100
-        assert [j.id for j in eps.workload(start).jobs] == [j.id for j in part.jobs[s : s + 100]]
-    assert eps.locate(2 * BLOCK - 1)[1] == len(large.jobs) - 101  # the last block ends at the last start
+def test_training_and_validation_use_only_contended_windows(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    screened: list[int] = []
+    played: list[int] = []
+
+    def screen(starts: list[int]) -> list[float]:
+        screened.extend(starts)
+        return [float(s) for s in starts]  # later windows "queue more": the kept half is the latest
+
+    real = ppo._episode
+
+    def episode(actor: Any, critic: Any, start: int, seed: int, deterministic: bool) -> dict[str, Any]:
+        played.append(start)
+        return real(actor, critic, start, seed, deterministic)
+
+    monkeypatch.setattr(ppo, "_screen", screen)
+    monkeypatch.setattr(ppo, "_episode", episode)
+    manifest = train(tiny_args(tmp_path / "m", episodes="contended", screen_episodes=8,
+                               warm_start_episodes=2, episodes_per_iter=3, max_iterations=2))
+    assert len(screened) == 8
+    kept = set(sorted(screened)[4:])
+    assert played and set(played) <= kept
+    assert manifest["hyperparameters"]["episodes"] == "contended"
 
 
-def test_names_and_a_too_short_part() -> None:
-    assert trace_names("philly, helios,philly,,testbed") == ["philly", "helios", "testbed"]
-    with pytest.raises(UserError, match="fewer than one episode"):
-        Episodes(["tiny"], [_part(600)], 10_000)
+def test_unknown_episode_choice_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="episodes 'busy'"):
+        train(tiny_args(tmp_path / "m", episodes="busy"))
+    with pytest.raises(UserError, match="--screen-episodes must be at least 2"):
+        train(tiny_args(tmp_path / "m", episodes="contended", screen_episodes=1))
 
 
-def test_several_traces_refuse_options_meant_for_one(capsys: pytest.CaptureFixture[str]) -> None:
-    from rltune_daemon.cli.main import main
+def test_rollouts_use_the_backfill_they_are_told(tmp_path: Path) -> None:
+    """``--bf-reservations`` reaches the base runs the reward compares against (and the rollouts, which
+    share ``sim_config``), is recorded in the manifest, and a bad value is refused before any work."""
+    from rltune_daemon.policies import make_policy
+    from rltune_daemon.sim import SimConfig, simulate
 
-    assert main(["train", "--trace", "testbed,helios", "--opt", "jobs=2000", "--out", "/tmp/none"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--opt and --cluster go with one trace" in err
+    base = {}
+    for r in (1, 8):
+        args = tiny_args(tmp_path / f"r{r}", episode_jobs=512, bf_reservations=r)
+        assert ppo.sim_config(args) == SimConfig(bf_reservations=r)
+        ppo._worker_init(args)
+        base[r] = ppo._base_metrics(300)["bsld"]
+        direct = simulate(ppo._W["episodes"].workload(300), make_policy("sjf"),
+                          SimConfig(bf_reservations=r))
+        assert base[r] == pytest.approx(direct.metrics["bsld"])
+    assert base[1] != pytest.approx(base[8])
+    manifest = train(tiny_args(tmp_path / "m", bf_reservations=8))
+    assert manifest["bf_reservations"] == 8
+    with pytest.raises(UserError, match="--bf-reservations 0"):
+        train(tiny_args(tmp_path / "bad", bf_reservations=0))
