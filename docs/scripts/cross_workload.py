@@ -19,16 +19,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rltune_daemon import stats
 from rltune_daemon.evaluate.paired import SAME_WINDOWS
+from rltune_daemon.evaluate.verdict import judge
 
 REFERENCES = ("multifactor", "daemon:sjf")
-
-
-def verdict(pols: dict[str, Any], a: str, b: str) -> str:
-    per = [stats.paired([w[k] for w in pols[a]["per_window"]], [w[k] for w in pols[b]["per_window"]]).verdict
-           for k in ("bsld", "wait_mean")]
-    return stats.overall(per)
 
 
 def main() -> None:
@@ -60,7 +54,7 @@ def main() -> None:
         for trace, r in results.items():
             pols = r["policies"]
             home = r["config"]["models"][m].get("trace") == trace
-            v = [verdict(pols, m, ref) for ref in REFERENCES]
+            v = [judge(r, m, ref)[0] for ref in REFERENCES]
             wins[m] += v[0] == "better"
             cells.append(f"{pols[m]['bsld']:.2f} / {pols[m]['wait_mean']:.0f}{' *' if home else ''} "
                          f"({v[0]}; {v[1]})")

@@ -57,7 +57,7 @@ def test_records_what_evaluate_measures_on_the_models_trace_and_seed(tmp_path: P
         w["wait_mean"] for w in res["policies"]["multifactor"]["per_window"]]
     assert (rec["windows"], rec["window_size"], rec["seed"], rec["bf_reservations"]) == (1, 64, 2, 1)
     assert json.loads((out / "manifest.json").read_text())["heldout"] == rec
-    assert model_identity(out)["heldout_bsld"] == rec["model"]["bsld"]  # what --check-config warns from
+    assert model_identity(out)["heldout_bsld"] == rec["model"]["bsld"]  # logged at start, named in results
 
 
 def test_backfill_defaults_to_the_models_and_a_record_is_not_overwritten_silently(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ def _series(results: Mapping[str, Any], policy: str, key: str) -> list[float]:
     return [float(w[key]) for w in results["policies"][policy]["per_window"]]
 
 
-def _judge(results: Mapping[str, Any], a: str, b: str) -> tuple[str, str]:
+def judge(results: Mapping[str, Any], a: str, b: str) -> tuple[str, str]:
     """``a`` against ``b``: the overall verdict and the per-metric differences, as text."""
     parts, verdicts = [], []
     for key, name, unit, digits in METRICS:
@@ -40,7 +40,7 @@ def _pick(results: Mapping[str, Any], prefix: str, against: str) -> tuple[str, s
     pols = results["policies"]
     mine = sorted((p for p in pols if p.startswith(prefix) and p != f"daemon:{LEAVE}"),
                   key=lambda p: (pols[p]["bsld"], pols[p]["wait_mean"]))
-    judged = [(p, *_judge(results, p, against)) for p in mine]
+    judged = [(p, *judge(results, p, against)) for p in mine]
     return next((j for j in judged if j[1] == "better"), judged[0] if judged else ("", "", ""))
 
 
