@@ -175,8 +175,8 @@ class Demo:
         model = self.write_config()
         say(f"  policy: {'model ' + model if model else 'sjf (no usable model in models/)'}")
         if not self.cluster.with_dbd:
-            say("  (this cluster runs no Slurm accounting, so the demo leaves out models that learn "
-                "finished runs from sacct)")
+            say("  (this cluster runs no Slurm accounting: the shipped models read users' finished runs "
+                "from sacct, so the demo leaves them out)")
         say_model_caveat(model)
         rc, out, events = self.daemon("--dry-run", "--once")
         say("\n".join("  " + ln for ln in out.splitlines()))
@@ -272,14 +272,17 @@ def learns_history(model: Path) -> bool | None:
 
 def find_model(accounting: bool = True) -> str:
     """The shipped model trained on the demo's workload (testbed), else the first under ./models (the
-    daemon falls back loudly if it cannot load it). Without ``accounting`` (sacct fails), only a model
-    that needs no run history: the daemon warns loudly (``!!! ... has no run history``) when a model
-    with the ``hist_time`` input cannot read it, a warning about the site's setup, not about a model
-    the demo chose for a cluster it knows has no accounting."""
+    daemon falls back loudly if it cannot load it). Without ``accounting`` (sacct fails), only a
+    deployable model that needs no run history: the daemon warns loudly (``!!! ... has no run
+    history``) when a model with the ``hist_time`` input cannot read it, a warning about the site's
+    setup, not about a model the demo chose for a cluster it knows has no accounting. The naive
+    ablation model is no deployable model, so with today's models the demo then shows the daemon
+    without a model (SJF), the comparator an admin has anyway."""
     root = Path("models")
     models = sorted(p for p in root.glob("*") if (p / "manifest.json").exists()) if root.is_dir() else []
     if not accounting:
-        models = [p for p in models if learns_history(p) is False]
+        models = [p for p in models
+                  if learns_history(p) is False and _manifest_field(p, "features") != "naive"]
     models.sort(key=lambda p: _manifest_field(p, "trace") != "testbed")
     return str(models[0].resolve()) if models else ""
 
