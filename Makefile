@@ -15,12 +15,13 @@ NPROC := $(shell nproc 2>/dev/null || echo 2)
 setup: $(STAMP) system-deps
 
 # Python environment: pip + venv (uv/poetry do not see the local CPU torch wheel), pinned by constraints.txt.
+# The daemon alone is `pip install .`; the demo and the tests also need the offline tools (train) and dev.
 $(STAMP): pyproject.toml constraints.txt
 	@$(PY) -m venv --help >/dev/null 2>&1 || { echo "python3 venv module missing: run 'apt-get install -y python3-venv' (as root)"; exit 1; }
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(PIP) install --upgrade pip
 	$(PIP) install -c constraints.txt "torch==2.13.0"
-	$(PIP) install -c constraints.txt -e ".[dev]"
+	$(PIP) install -c constraints.txt -e ".[dev,train]"
 	@touch $@
 
 # Debian packages for the real-Slurm and Prometheus integration tests and the live demo.

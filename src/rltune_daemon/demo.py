@@ -142,7 +142,7 @@ class Demo:
         return ids
 
     def write_config(self) -> str:
-        model = find_model()
+        model = find_model(accounting=self.cluster.with_dbd)
         self.config.write_text(
             f'interval = 5\nbase_policy = "{fallback_policy(model)}"\nmodel = "{model}"\n'
             f'state_file = "{self.work / "state.json"}"\n[slurm]\nconf = "{self.cluster.conf}"\n'
@@ -173,7 +173,10 @@ class Demo:
 
         step("3. rltune-daemon --dry-run --once  (what it would change; writes nothing)")
         model = self.write_config()
-        say(f"  policy: {'model ' + model if model else 'sjf (no model in models/: the daemon says so)'}")
+        say(f"  policy: {'model ' + model if model else 'sjf (no usable model in models/)'}")
+        if not self.cluster.with_dbd:
+            say("  (this cluster runs no Slurm accounting: the shipped models read users' finished runs "
+                "from sacct, so the demo leaves them out)")
         say_model_caveat(model)
         rc, out, events = self.daemon("--dry-run", "--once")
         say("\n".join("  " + ln for ln in out.splitlines()))
@@ -256,11 +259,30 @@ def say_model_caveat(model: str) -> None:
         say(f"  note: {caveat}")
 
 
-def find_model() -> str:
+def learns_history(model: Path) -> bool | None:
+    """Whether the daemon feeds ``model`` finished runs (sacct on a cluster), by the daemon's own loader;
+    None when it does not load."""
+    from rltune_daemon.policies.learned import load_learned
+
+    try:
+        return load_learned(model).learns_history
+    except UserError:
+        return None
+
+
+def find_model(accounting: bool = True) -> str:
     """The shipped model trained on the demo's workload (testbed), else the first under ./models (the
-    daemon falls back loudly if it cannot load it)."""
+    daemon falls back loudly if it cannot load it). Without ``accounting`` (sacct fails), only a
+    deployable model that needs no run history: the daemon warns loudly (``!!! ... has no run
+    history``) when a model with the ``hist_time`` input cannot read it, a warning about the site's
+    setup, not about a model the demo chose for a cluster it knows has no accounting. The naive
+    ablation model is no deployable model, so with today's models the demo then shows the daemon
+    without a model (SJF), the comparator an admin has anyway."""
     root = Path("models")
     models = sorted(p for p in root.glob("*") if (p / "manifest.json").exists()) if root.is_dir() else []
+    if not accounting:
+        models = [p for p in models
+                  if learns_history(p) is False and _manifest_field(p, "features") != "naive"]
     models.sort(key=lambda p: _manifest_field(p, "trace") != "testbed")
     return str(models[0].resolve()) if models else ""
 
@@ -276,7 +298,7 @@ def sim_demo(reason: str) -> int:
     step("rltune-daemon demo on the simulator (--backend sim)")
     say(f"  no live cluster: {reason}")
     say("  (as root with the Debian Slurm packages, `make demo` runs this on a real local Slurm)")
-    model = find_model()
+    model = find_model()  # the simulated Slurm hands a model its finished jobs, as sacct would
     say(f"  policy: {'model ' + model if model else 'sjf (no model in models/)'}")
     say_model_caveat(model)
     cfg = load_config(None, backend="sim", dry_run=True, base_policy=fallback_policy(model), model=model,

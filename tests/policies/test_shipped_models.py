@@ -46,6 +46,20 @@ def test_demo_repeats_the_models_own_caveat(capsys: pytest.CaptureFixture[str]) 
         assert ("note: on " in out) == bool(standing(read_manifest(path)).reason)
 
 
+def test_demo_without_accounting_picks_a_model_that_needs_no_run_history(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The live demo's cluster runs no slurmdbd: its model must not be one the daemon feeds from sacct,
+    or its own default would print the daemon's "no run history" warning. With accounting (and on the
+    simulator) it is the model trained on the demo's testbed workload."""
+    from rltune_daemon.demo import find_model
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    chosen = find_model(accounting=False)
+    assert not chosen or load_learned(chosen).learns_history is False
+    assert "naive" not in chosen  # an ablation model, not a demo of what the daemon does
+    assert model_identity(Path(find_model()))["trace"] == "testbed"
+
+
 @pytest.mark.parametrize("path", [p for p in MODELS if "naive" not in p.name],
                          ids=[p.name for p in MODELS if "naive" not in p.name])
 def test_the_daemon_acts_on_every_shipped_model(path: Path) -> None:

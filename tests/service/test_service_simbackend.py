@@ -107,3 +107,28 @@ def test_queue_check_matches_the_read_until_a_job_arrives_starts_or_ends(small) 
     while s.queue() == before:
         s.advance()
     assert s.queue() != before and not s.done()
+
+
+def test_once_starts_at_the_first_check_with_a_pending_job(small) -> None:  # type: ignore[no-untyped-def]
+    """A full run starts before the first arrival (its first read is empty, as offline daemon mode's
+    first tick); ``--once`` skips, without cycles, to the first check that has a queue to show."""
+    s = SimSlurm(small)
+    assert s.sim.now == float(small.jobs[0].submit) and not s.read().pending
+    s.skip_to_pending()
+    snap = s.read()
+    assert snap.pending and s.site == {} and s.exc == {}
+    fresh = SimSlurm(small)
+    while not fresh.read().pending:
+        fresh.advance()
+    assert fresh.sim.now == s.sim.now  # the check a full run's cycles reach first with a queue
+
+
+def test_cli_once_dry_run_shows_a_table() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RLTUNE_")}
+    env |= {"RLTUNE_SIM__JOBS": "60", "RLTUNE_BASE_POLICY": "sjf", "RLTUNE_METRICS__ENABLED": "false"}
+    res = subprocess.run([sys.executable, "-m", "rltune_daemon.cli.daemon", "--backend", "sim", "--dry-run",
+                          "--once"], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "(no pending jobs)" not in res.stdout and "rank  job" in res.stdout
+    cycle = next(json.loads(ln) for ln in res.stderr.splitlines() if '"event": "cycle"' in ln)
+    assert cycle["jobs_seen"] > 0 and cycle["outcome"] == "dry_run"

@@ -116,7 +116,7 @@ def _run(args: argparse.Namespace) -> int:
         state_file.check_writable()
         state_file.lock()
     try:
-        backend = make_backend(cfg)
+        backend = make_backend(cfg, once=args.once and not args.restore)
         metrics = Metrics()
         server = None
         if cfg.metrics.enabled and not args.once and not args.restore:

@@ -14,6 +14,11 @@ from typing import cast
 
 from rltune_daemon.cli.common import run_guarded
 
+# Libraries of the `train` extra: `pip install .` installs the daemon without them, so an offline command
+# that needs one says how to install it instead of failing with a traceback.
+TRAIN_EXTRAS = frozenset({"gymnasium", "matplotlib", "tqdm", "submitit"})
+TRAIN_EXTRAS_INSTALL = 'pip install "rltune-daemon[train]"'
+
 COMMAND_MODULES = (
     "rltune_daemon.cli.trace_cmd",
     "rltune_daemon.cli.evaluate_cmd",
@@ -31,21 +36,55 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMAND_MODULES:
         try:
             module = importlib.import_module(name)
+            module.register(sub)  # registering may import more (defaults shown in --help)
         except ModuleNotFoundError as exc:
             if exc.name == name:
                 continue  # sub-command not built yet
-            raise
-        module.register(sub)
+            if _extra(exc) is None:
+                raise
+            # the command needs a training library to build its options: keep the command (so it is
+            # listed and answers with the install line) without them
+            command = name.rsplit(".", 1)[-1].removesuffix("_cmd")
+            stub = sub.add_parser(command, add_help=False, help=f"(needs {TRAIN_EXTRAS_INSTALL})")
+            stub.set_defaults(missing_extra=exc)
     return parser
+
+
+def _extra(exc: ModuleNotFoundError) -> str | None:
+    """The training library ``exc`` says is missing, or None when it is about anything else."""
+    top = (exc.name or "").partition(".")[0]
+    return top if top in TRAIN_EXTRAS else None
+
+
+def _needs_extras(command: str, exc: ModuleNotFoundError) -> int:
+    print(f"error: rltune {command} needs the training extras (no module {_extra(exc)}): "
+          f"{TRAIN_EXTRAS_INSTALL}", file=sys.stderr)
+    return 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
+    # parse_args is parse_known_args plus this error; a stub command (above) takes no options, so its
+    # own arguments must not stop it from saying what to install
+    args, unknown = parser.parse_known_args(argv)
+    missing = cast(ModuleNotFoundError | None, getattr(args, "missing_extra", None))
+    if missing is not None:
+        return _needs_extras(args.command, missing)
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     args.argv = argv  # commands record how they were called next to their results
     func = cast(Callable[[argparse.Namespace], int], args.func)
-    return run_guarded(lambda: func(args))
+
+    def run() -> int:
+        try:
+            return func(args)
+        except ModuleNotFoundError as exc:  # a training library imported where the command needs it
+            if _extra(exc) is None:
+                raise
+            return _needs_extras(args.command, exc)
+
+    return run_guarded(run)
 
 
 if __name__ == "__main__":

@@ -145,11 +145,14 @@ class SlurmBackend:
 
 
 class SimBackend:
-    """The simulated Slurm (``simbackend.SimSlurm``) on the configured workload."""
+    """The simulated Slurm (``simbackend.SimSlurm``) on the configured workload. ``once``: the clock
+    starts at the first check with a pending job, so a single cycle (``--once``) has a queue to show.
+    A full run keeps the start before the first arrival: its cycles, ``max_cycles`` and ``hours`` count
+    from there, as offline daemon mode's do (``simdaemon``)."""
 
     name = "sim"
 
-    def __init__(self, cfg: DaemonConfig) -> None:
+    def __init__(self, cfg: DaemonConfig, once: bool = False) -> None:
         from rltune_daemon.service.simbackend import SimSlurm
         from rltune_daemon.traces import load_workload
 
@@ -159,6 +162,8 @@ class SimBackend:
             workload = workload.with_jobs(workload.jobs[: s.jobs], jobs_limit=s.jobs)
         tick = cfg.react if 0 < cfg.react < cfg.interval else cfg.interval
         self.slurm = SimSlurm(workload, tick=tick)
+        if once:
+            self.slurm.skip_to_pending()
         self.speedup = s.speedup
         self.workload = workload
         self.until = self.slurm.sim.now + s.hours * 3600.0 if s.hours else float("inf")
@@ -202,5 +207,6 @@ class SimBackend:
         return self.slurm.finished_runs(rewind)
 
 
-def make_backend(cfg: DaemonConfig) -> Backend:
-    return SimBackend(cfg) if cfg.backend == "sim" else SlurmBackend(cfg)
+def make_backend(cfg: DaemonConfig, once: bool = False) -> Backend:
+    """``once``: the backend serves a single cycle (``--once``; see ``SimBackend``)."""
+    return SimBackend(cfg, once) if cfg.backend == "sim" else SlurmBackend(cfg)

@@ -148,7 +148,8 @@ class SlurmSection(_Section):
 
 class LogSection(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
-    format: Literal["json", "console"] = "json"
+    format: Literal["auto", "json", "console"] = Field(
+        "auto", description="auto: console on a terminal, JSON otherwise (journald, pipes, files)")
 
     @field_validator("level", "format", mode="before")
     @classmethod

@@ -237,6 +237,12 @@ class SimSlurm(SimulatedSlurm):
         while self.sim.now < until and not self.done():
             self.advance()
 
+    def skip_to_pending(self) -> None:
+        """Check by check (no daemon cycle) to the first check whose read lists a pending job (or the
+        end): the clock starts before the first arrival, whose check sees an empty queue."""
+        while not len(self.sim.pending_rows()) and not self.done():
+            self.advance()
+
     def done(self) -> bool:
         return self.sim.idle() and math.isinf(self.sim.next_event())
 
