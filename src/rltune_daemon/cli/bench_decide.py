@@ -99,11 +99,11 @@ def bench_decide(args: argparse.Namespace) -> int:
     from rltune_daemon.cli.common import load_from_args, print_json
     from rltune_daemon.domain.arrays import JobTable
     from rltune_daemon.domain.history import FinishedRuns
+    from rltune_daemon.domain.queue import QueueView
     from rltune_daemon.errors import UserError
     from rltune_daemon.features.schema import new_history
     from rltune_daemon.planner import PlannerConfig, PlannerMemory, plan
     from rltune_daemon.planner.plan import inputs_from
-    from rltune_daemon.policies.base import QueueView
     from rltune_daemon.service.config import PlannerSection
     from rltune_daemon.service.policy import CountingPlacer
 

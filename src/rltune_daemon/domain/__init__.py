@@ -4,6 +4,7 @@ from rltune_daemon.domain.arrays import ClusterArrays, JobTable, type_mask
 from rltune_daemon.domain.cluster import DEFAULT_PARTITION, ClusterSpec, NodeSpec, PartitionSpec
 from rltune_daemon.domain.jobs import Job, job_order
 from rltune_daemon.domain.plan import DEFAULT_PLACEMENT, Placement, PlacementKind, Plan, PlanEntry
+from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.domain.snapshot import NodeAlloc, NodeState, PendingState, RunningJob, Snapshot
 from rltune_daemon.domain.workload import EstimateModel, Workload
 
@@ -24,6 +25,7 @@ __all__ = [
     "PlacementKind",
     "Plan",
     "PlanEntry",
+    "QueueView",
     "RunningJob",
     "Snapshot",
     "Workload",

@@ -21,9 +21,10 @@ import numpy as np
 
 from rltune_daemon.domain.arrays import F64, JobTable
 from rltune_daemon.domain.history import FinishedRuns, RunHistory
+from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.errors import UserError
 from rltune_daemon.features.schema import LEGACY_ACTOR_DIM, new_history
-from rltune_daemon.policies.base import Policy, QueueView
+from rltune_daemon.policies.base import Policy
 from rltune_daemon.policies.residual import base_ranks, keys_to_scores, reorder_keys
 
 MAX_QUEUE = 256

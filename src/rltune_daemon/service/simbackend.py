@@ -19,7 +19,7 @@ import numpy as np
 from rltune_daemon.domain import PendingState, Snapshot, Workload
 from rltune_daemon.domain.arrays import I64
 from rltune_daemon.domain.history import FinishedRuns
-from rltune_daemon.policies.base import QueueView
+from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.policies.multifactor import Multifactor
 from rltune_daemon.sim.config import SimConfig
 from rltune_daemon.sim.controller import Controller, tiered_order

@@ -20,8 +20,9 @@ from gymnasium import spaces
 
 from rltune_daemon.domain.arrays import I64
 from rltune_daemon.domain.history import RunHistory
+from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.policies import make_policy
-from rltune_daemon.policies.base import Policy, QueueView
+from rltune_daemon.policies.base import Policy
 from rltune_daemon.policies.learned import MAX_QUEUE, chunk_rank, feature_matrix
 from rltune_daemon.sim.config import SimConfig, checked_reservations
 from rltune_daemon.sim.controller import Controller, tiered_order
