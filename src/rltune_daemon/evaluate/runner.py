@@ -19,6 +19,7 @@ import numpy as np
 from tqdm import tqdm
 
 from rltune_daemon.domain.arrays import JobTable
+from rltune_daemon.domain.effects import EffectsConfig
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.evaluate.engines import Engine, deal, run_on_slurm
 from rltune_daemon.evaluate.recorded import DAEMON_MULTIFACTOR
@@ -35,7 +36,7 @@ from rltune_daemon.planner.config import (
 from rltune_daemon.policies.base import Policy
 from rltune_daemon.policies.learned import model_identity
 from rltune_daemon.policies.multifactor import leaves_slurm_order
-from rltune_daemon.sim.config import EffectsConfig, SimConfig
+from rltune_daemon.sim.config import SimConfig
 from rltune_daemon.sim.controller import Controller, PolicyController
 from rltune_daemon.sim.engine import Simulator
 from rltune_daemon.traces import load_workload
