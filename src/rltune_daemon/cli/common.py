@@ -4,30 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from collections.abc import Callable
 from typing import Any
 
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.errors import UserError
 from rltune_daemon.traces import load_workload
-
-
-def run_guarded(fn: Callable[[], int]) -> int:
-    """Run a command; a ``UserError`` becomes one line on stderr and exit status 2, never a traceback."""
-    try:
-        return fn()
-    except UserError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # output piped into `head` and friends: stop quietly, like coreutils
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
 
 
 def print_json(obj: Any) -> None:

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rltune_daemon import __version__
-from rltune_daemon.cli.common import run_guarded
-from rltune_daemon.errors import UserError
+from rltune_daemon.errors import UserError, run_guarded
 from rltune_daemon.service.config import DaemonConfig, default_config_path, load_config
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import cast
 
-from rltune_daemon.cli.common import run_guarded
+from rltune_daemon.errors import run_guarded
 
 COMMAND_MODULES = (
     "rltune_daemon.cli.trace_cmd",

@@ -97,7 +97,7 @@ def trace_cycle(speedup: float) -> tuple[float, float]:
 
 
 def main(argv: list[str]) -> int:
-    from rltune_daemon.cli.common import run_guarded
+    from rltune_daemon.errors import run_guarded
     from rltune_daemon.service.logging import configure, get_logger
     from rltune_daemon.service.loop import Daemon
     from rltune_daemon.service.metrics import Metrics
