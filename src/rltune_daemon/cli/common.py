@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 from typing import Any
 
 from rltune_daemon.domain.workload import Workload
@@ -13,6 +15,11 @@ from rltune_daemon.traces import load_workload
 
 def print_json(obj: Any) -> None:
     print(json.dumps(obj, indent=2, sort_keys=True, default=str))
+
+
+def machine() -> dict[str, Any]:
+    """Where a benchmark ran, recorded next to its timings."""
+    return {"python": platform.python_version(), "cpus": os.cpu_count(), "machine": platform.machine()}
 
 
 def parse_opts(pairs: list[str]) -> dict[str, str]:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from rltune_daemon import features
 from rltune_daemon.domain.arrays import F64, JobTable
 from rltune_daemon.domain.history import RunHistory
 from rltune_daemon.domain.queue import QueueView
@@ -69,8 +70,6 @@ class SamplingPolicy(Policy):
             self.base.observe_finish(table, row, runtime)
 
     def scores(self, view: QueueView) -> F64:
-        from rltune_daemon import features
-
         n = len(view.idx)
         if not n:
             return np.zeros(0)
