@@ -24,6 +24,13 @@ from typing import Any
 
 from rltune_daemon.domain import Job
 from rltune_daemon.errors import UserError
+from rltune_daemon.policies.learned import read_manifest
+from rltune_daemon.policies.standing import standing
+from rltune_daemon.service.backends import SimBackend
+from rltune_daemon.service.config import load_config
+from rltune_daemon.service.logging import configure, get_logger
+from rltune_daemon.service.loop import Daemon, sim_summary_text
+from rltune_daemon.service.statefile import StateFile
 from rltune_daemon.slurm.localcluster import LocalCluster, slurm_installed
 from rltune_daemon.traces import load_workload
 
@@ -229,8 +236,6 @@ class Demo:
 
 
 def _manifest_field(model: Path, key: str) -> str:
-    from rltune_daemon.policies.learned import read_manifest
-
     try:
         return str(read_manifest(model).get(key, ""))
     except (OSError, UserError):
@@ -248,8 +253,6 @@ def say_model_caveat(model: str) -> None:
     manifest only (the daemon loads the model itself)."""
     if not model:
         return
-    from rltune_daemon.policies.learned import read_manifest
-    from rltune_daemon.policies.standing import standing
 
     try:
         caveat = standing(read_manifest(Path(model))).reason
@@ -289,12 +292,6 @@ def find_model(accounting: bool = True) -> str:
 
 def sim_demo(reason: str) -> int:
     """The daemon loop on the simulated Slurm: one dry-run table, then the full bundled trace."""
-    from rltune_daemon.service.backends import SimBackend
-    from rltune_daemon.service.config import load_config
-    from rltune_daemon.service.logging import configure, get_logger
-    from rltune_daemon.service.loop import Daemon, sim_summary_text
-    from rltune_daemon.service.statefile import StateFile
-
     step("rltune-daemon demo on the simulator (--backend sim)")
     say(f"  no live cluster: {reason}")
     say("  (as root with the Debian Slurm packages, `make demo` runs this on a real local Slurm)")

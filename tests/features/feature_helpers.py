@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from rltune_daemon.domain.arrays import ClusterArrays, JobTable
 from rltune_daemon.domain.cluster import ClusterSpec, NodeSpec, PartitionSpec
 from rltune_daemon.domain.jobs import Job
+from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.domain.snapshot import NodeAlloc, NodeState, RunningJob
-from rltune_daemon.policies.base import QueueView
 
 NOW = 1_000_000.0
 

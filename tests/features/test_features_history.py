@@ -12,8 +12,8 @@ import torch
 from rltune_daemon import features
 from rltune_daemon.domain.arrays import ClusterArrays, JobTable
 from rltune_daemon.domain.history import RunHistory
+from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.features.schema import INDEX, LEGACY_ACTOR_DIM, new_history
-from rltune_daemon.policies.base import QueueView
 from rltune_daemon.policies.learned import LearnedPolicy
 from rltune_daemon.traces import load_workload, split_by_time
 from rltune_daemon.train.history import EpisodeHistory

@@ -8,11 +8,11 @@ from feature_helpers import random_views
 from hypothesis import given
 
 from rltune_daemon import features
+from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.features.groups import pending_shapes
 from rltune_daemon.features.schema import INDEX
 from rltune_daemon.placement.allocate import candidate_nodes, fits, live_view
 from rltune_daemon.placement.shapes import EligibilityIndex, job_shapes
-from rltune_daemon.policies.base import QueueView
 
 
 @given(random_views())

@@ -1,4 +1,4 @@
-"""Hypothesis fuzzing of the Slurm text-format helpers (``slurm/formats.py``).
+"""Hypothesis fuzzing of the Slurm text-format helpers (``formats/slurm.py``).
 
 Their documented error is ``ValueError`` (callers add file/line context): any text gives a value of the
 documented shape or a ``ValueError``, never another exception or a hang, and what the helpers print
@@ -16,7 +16,7 @@ from fuzz_settings import fuzz
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from rltune_daemon.slurm.formats import (
+from rltune_daemon.formats.slurm import (
     compress_hostlist,
     expand_hostlist,
     format_duration,

@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 
 from rltune_daemon.domain.arrays import ClusterArrays, JobTable
 from rltune_daemon.domain.cluster import ClusterSpec, NodeSpec
+from rltune_daemon.domain.effects import EffectsConfig
 from rltune_daemon.domain.jobs import Job
 from rltune_daemon.domain.snapshot import NodeAlloc, NodeState, RunningJob
 from rltune_daemon.placement.allocate import Allocation, fits, live_view
 from rltune_daemon.placement.context import PlacementContext
 from rltune_daemon.placement.milp import Problem, evaluate
 from rltune_daemon.placement.shapes import EligibilityIndex, job_shapes
-from rltune_daemon.sim.config import EffectsConfig
 
 Used = tuple[str, int, int, int]  # node, GPUs, CPUs, memory taken by a running job
 

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from placement_helpers import brute_force, check_jointly_feasible, context, instances, startable
 
 from rltune_daemon.domain.cluster import NodeSpec
+from rltune_daemon.domain.effects import EffectsConfig
 from rltune_daemon.domain.jobs import Job
 from rltune_daemon.domain.plan import PlacementKind
 from rltune_daemon.placement.context import PlacementContext, PlacementResult
@@ -25,7 +26,6 @@ from rltune_daemon.placement.milp import (
     milp_placer,
     solve,
 )
-from rltune_daemon.sim.config import EffectsConfig
 
 # generous CBC limit: these tests check the model's answers, not its speed. (These tests once retried
 # timeouts: CBC had reported "Stopped on time" on a 3-job instance within 10 s on a 2-core CI runner. That

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from rltune_daemon.domain import ClusterArrays, ClusterSpec, Job, JobTable, NodeSpec
-from rltune_daemon.policies import QueueView, make_policy
+from rltune_daemon.domain.queue import QueueView
+from rltune_daemon.policies import make_policy
 from rltune_daemon.policies.fairshare import UsageTracker
 from rltune_daemon.policies.multifactor import Multifactor, MultifactorWeights
 

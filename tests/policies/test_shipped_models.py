@@ -85,7 +85,7 @@ def test_shipped_residual_model_keeps_its_bound(path: Path) -> None:
 
     from rltune_daemon.domain.arrays import ClusterArrays, JobTable
     from rltune_daemon.domain.jobs import Job
-    from rltune_daemon.policies.base import QueueView
+    from rltune_daemon.domain.queue import QueueView
     from rltune_daemon.policies.residual import base_ranks
     from rltune_daemon.traces.testbed import cluster
 

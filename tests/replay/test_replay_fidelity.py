@@ -9,8 +9,8 @@ import pytest
 
 from rltune_daemon.domain.arrays import ClusterArrays, JobTable
 from rltune_daemon.domain.jobs import Job
+from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.errors import UserError
-from rltune_daemon.policies.base import QueueView
 from rltune_daemon.policies.multifactor import Multifactor
 from rltune_daemon.replay import fidelity as fid
 from rltune_daemon.replay.priority import cluster_weights, slurm_duration

@@ -18,7 +18,7 @@ from service_helpers import NullLog, config
 
 from rltune_daemon.domain.arrays import JobTable
 from rltune_daemon.domain.history import FinishedRuns
-from rltune_daemon.policies.base import QueueView
+from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.policies.qssf import QSSF
 from rltune_daemon.service.backends import SimBackend, SlurmBackend
 from rltune_daemon.service.config import DaemonConfig

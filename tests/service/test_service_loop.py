@@ -15,7 +15,8 @@ from prometheus_client import generate_latest
 from service_helpers import NullLog, ScriptedBackend, config, pending, snapshot, with_site
 
 from rltune_daemon.domain.arrays import F64
-from rltune_daemon.policies.base import Policy, QueueView
+from rltune_daemon.domain.queue import QueueView
+from rltune_daemon.policies.base import Policy
 from rltune_daemon.service.loop import Daemon
 from rltune_daemon.service.metrics import Metrics
 from rltune_daemon.service.policy import PLACER_FALLBACK_REASONS, PolicyChoice

@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 from service_helpers import NullLog, config
 
+from rltune_daemon.formats.slurm import expand_hostlist
 from rltune_daemon.service.backends import SlurmBackend
 from rltune_daemon.service.config import DaemonConfig
 from rltune_daemon.service.loop import Daemon
 from rltune_daemon.service.metrics import Metrics
 from rltune_daemon.service.statefile import StateFile
-from rltune_daemon.slurm.formats import expand_hostlist
 from slurm_fixtures import SlurmTestCluster
 
 pytestmark = pytest.mark.slurm

@@ -13,10 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rltune_daemon.domain import ClusterSpec, Job, NodeSpec, PartitionSpec, Workload
+from rltune_daemon.domain.effects import EffectsConfig
 from rltune_daemon.domain.plan import PlacementKind
 from rltune_daemon.placement.allocate import FreeView, allocate, take
 from rltune_daemon.policies import make_policy
-from rltune_daemon.sim import EffectsConfig, PolicyController, SimConfig, SimResult, Simulator, simulate
+from rltune_daemon.sim import PolicyController, SimConfig, SimResult, Simulator, simulate
 from rltune_daemon.sim.controller import Controller
 from rltune_daemon.sim.reservations import Reservation
 

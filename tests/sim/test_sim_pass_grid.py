@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from rltune_daemon.domain.effects import EffectsConfig
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.evaluate.windows import heldout_windows
 from rltune_daemon.policies.multifactor import Multifactor
-from rltune_daemon.sim.config import EffectsConfig, SimConfig
+from rltune_daemon.sim.config import SimConfig
 from rltune_daemon.sim.engine import simulate
 from rltune_daemon.traces import load_workload
 

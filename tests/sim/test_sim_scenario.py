@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from rltune_daemon.domain import ClusterSpec, Job, NodeSpec, Workload
+from rltune_daemon.domain.effects import EffectsConfig
 from rltune_daemon.policies import make_policy
-from rltune_daemon.sim import EffectsConfig, SimConfig, simulate
+from rltune_daemon.sim import SimConfig, simulate
 
 CLUSTER = ClusterSpec("two", (NodeSpec("n0", "v100", 4, 16, 64000), NodeSpec("n1", "v100", 4, 16, 64000)))
 JOBS = (

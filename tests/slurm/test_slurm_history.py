@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from fakebin import FakeBin
 
+from rltune_daemon.formats.slurm import parse_timestamp
 from rltune_daemon.slurm.errors import ParseError, SlurmCommandError
-from rltune_daemon.slurm.formats import parse_timestamp
 from rltune_daemon.slurm.history import OVERLAP_S, SacctHistory, parse_history, sacct_time
 from rltune_daemon.slurm.runner import SlurmRunner
 from slurm_fixtures import TEST_USER, SlurmTestCluster

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rltune_daemon.formats.slurm import parse_duration, parse_memory_mb, parse_timestamp
 from rltune_daemon.slurm.errors import ParseError, SuspectRead
-from rltune_daemon.slurm.formats import parse_duration, parse_memory_mb, parse_timestamp
 from rltune_daemon.slurm.parse import (
     PrioRecord,
     gpus_in_spec,

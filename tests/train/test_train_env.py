@@ -10,8 +10,8 @@ import pytest
 from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env
 
+from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.features import ACTOR_DIM
-from rltune_daemon.policies.base import QueueView
 from rltune_daemon.policies.learned import MAX_QUEUE
 from rltune_daemon.sim.controller import tiered_order
 from rltune_daemon.train.env import RLTuneEnv

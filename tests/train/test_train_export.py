@@ -167,8 +167,8 @@ def test_learned_controller_plans_with_the_simulators_effects(tmp_path: Path) ->
     the same (zero) slowdowns, not the defaults."""
     from train_helpers import export_untrained
 
+    from rltune_daemon.domain.effects import EffectsConfig
     from rltune_daemon.evaluate.runner import EvalConfig, make_controller
-    from rltune_daemon.sim.config import EffectsConfig
     from rltune_daemon.traces import load_workload
     from rltune_daemon.train.network import Actor as _Actor
 

@@ -13,7 +13,7 @@ import torch
 
 from rltune_daemon.domain.arrays import ClusterArrays, JobTable
 from rltune_daemon.domain.jobs import Job
-from rltune_daemon.policies.base import QueueView
+from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.train.network import Actor
 from rltune_daemon.train.ppo import TrainArgs
 

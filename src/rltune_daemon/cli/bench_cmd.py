@@ -6,11 +6,14 @@ the local Slurm (see ``bench_cycle``)."""
 from __future__ import annotations
 
 import argparse
-import platform
 import time
 from typing import Any
 
-from rltune_daemon.cli.common import add_bf_reservations, add_load_args, load_from_args, print_json
+from rltune_daemon.cli import bench_cycle, bench_decide, bench_soak
+from rltune_daemon.cli.common import add_bf_reservations, add_load_args, load_from_args, machine, print_json
+from rltune_daemon.policies import make_policy
+from rltune_daemon.sim import PolicyController, SimConfig, Simulator
+from rltune_daemon.sim.config import checked_reservations
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,24 +25,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s.add_argument("--repeat", type=int, default=1, help="runs; the JSON reports each and the best")
     add_bf_reservations(s)
     s.set_defaults(func=bench_sim)
-    from rltune_daemon.cli import bench_cycle, bench_decide, bench_soak
 
     bench_decide.register(bsub)
     bench_soak.register(bsub)
     bench_cycle.register(bsub)
 
 
-def machine() -> dict[str, Any]:
-    import os
-
-    return {"python": platform.python_version(), "cpus": os.cpu_count(), "machine": platform.machine()}
-
-
 def bench_sim(args: argparse.Namespace) -> int:
-    from rltune_daemon.policies import make_policy
-    from rltune_daemon.sim import PolicyController, SimConfig, Simulator
-    from rltune_daemon.sim.config import checked_reservations
-
     config = SimConfig(bf_reservations=checked_reservations(args.bf_reservations))
     t0 = time.perf_counter()
     workload = load_from_args(args)

@@ -35,7 +35,9 @@ at most one interval's worth of them. Timings are benchmarks, never test asserti
 from __future__ import annotations
 
 import argparse
+import bisect
 import contextlib
+import datetime
 import json
 import math
 import multiprocessing as mp
@@ -52,8 +54,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from rltune_daemon import features
+from rltune_daemon.cli.bench_soak import NODE_GPUS, Latency, _submit
 from rltune_daemon.cli.bench_soak import latency_stats as soak_latency_stats
+from rltune_daemon.cli.common import machine, print_json
 from rltune_daemon.errors import UserError
+from rltune_daemon.planner.priorities import realizes
+from rltune_daemon.policies.registry import make_policy
+from rltune_daemon.service.backends import SlurmBackend
+from rltune_daemon.service.config import INTERVAL_MIN, SlurmSection, load_config
+from rltune_daemon.service.logging import configure, get_logger
+from rltune_daemon.service.loop import Daemon
+from rltune_daemon.service.metrics import Metrics
+from rltune_daemon.service.statefile import StateFile
+from rltune_daemon.signals import sigterm_interrupts
+from rltune_daemon.slurm.localcluster import LocalCluster, slurm_installed
+from rltune_daemon.slurm.runner import _key
 
 DEFAULT_PENDING = "128,1024,10000"
 DEFAULT_POLICIES = "rltune:models/testbed-multifactor,daemon:sjf"
@@ -91,8 +109,6 @@ class PolicySpec:
 def parse_policies(text: str) -> list[PolicySpec]:
     """``--policies``: ``rltune:DIR`` (the daemon with that model) or ``daemon:NAME`` (no model, that base
     policy), comma-separated, as ``rltune evaluate`` names them."""
-    from rltune_daemon.policies.registry import make_policy
-
     out: list[PolicySpec] = []
     for item in (s.strip() for s in text.split(",")):
         if not item:
@@ -138,8 +154,6 @@ def min_moves(before: Sequence[str], after: Sequence[str]) -> int:
     """Fewest jobs that must move for ``before``'s order (of the jobs in both) to become ``after``'s:
     the jobs outside a longest common subsequence. A job outside it needs a new SiteFactor; with room
     between its new neighbours' priorities, no other job would."""
-    import bisect
-
     pos = {j: k for k, j in enumerate(before)}
     seq = [pos[j] for j in after if j in pos]
     tails: list[int] = []  # longest increasing subsequence of the old positions, patience sorting
@@ -160,10 +174,6 @@ def plan_churn(prev_order: Sequence[str], plan: Any, snap: Any, prev_base: Mappi
     planned jobs got a target priority other than their current one (the planner re-targets a whole
     tier when the current priorities do not give its order), and how many bases changed by other than
     the most common change (multifactor's age factor grows per job, in integer steps)."""
-    import numpy as np
-
-    from rltune_daemon.planner.priorities import realizes
-
     state = {j.id: st for j, st in zip(snap.pending, snap.pending_state, strict=True)}
     submit = {j.id: j.submit for j in snap.pending}
     order = [e.job_id for e in plan.entries]
@@ -349,9 +359,6 @@ class CycleProbe:
 def instrument(daemon: Any, probe: CycleProbe) -> Callable[[], None]:
     """Wrap the daemon's backend, runner, policy scoring, placer and feature builder with ``probe``'s
     timers; returns the function that undoes the module-level wrap (``features.actor_features``)."""
-    from rltune_daemon import features
-    from rltune_daemon.slurm.runner import _key
-
     backend = daemon.backend
     runner = backend.runner
     inner_run = runner.run
@@ -470,8 +477,6 @@ def _latency_child(env: dict[str, str], every: float, path: str, stop: Any) -> N
     """A user submitting a held 1-minute job every ``every`` s until ``stop`` is set; (monotonic start,
     seconds) pairs to ``path``. Its own process, so the daemon's work in the bench process cannot delay
     the clock that times it."""
-    from rltune_daemon.cli.bench_soak import Latency
-
     lat = Latency(env, every=every)
     while not stop.is_set():
         lat.once()
@@ -525,15 +530,6 @@ def _wait_queue(env: Mapping[str, str], n: int, timeout: float = 300.0) -> int:
 
 def run_one(spec: PolicySpec, pending: int, args: argparse.Namespace, work: Path,
             say: Callable[[str], None]) -> dict[str, Any]:
-    from rltune_daemon.cli.bench_soak import NODE_GPUS, _submit
-    from rltune_daemon.service.backends import SlurmBackend
-    from rltune_daemon.service.config import load_config
-    from rltune_daemon.service.logging import configure, get_logger
-    from rltune_daemon.service.loop import Daemon
-    from rltune_daemon.service.metrics import Metrics
-    from rltune_daemon.service.statefile import StateFile
-    from rltune_daemon.slurm.localcluster import LocalCluster
-
     name = f"{spec.label} @ {pending}"
     run_dir = work / f"{len(list(work.iterdir()))}"
     run_dir.mkdir()
@@ -645,14 +641,6 @@ def run_one(spec: PolicySpec, pending: int, args: argparse.Namespace, work: Path
 
 
 def bench_cycle(args: argparse.Namespace) -> int:
-    import datetime
-
-    from rltune_daemon.cli.bench_cmd import machine
-    from rltune_daemon.cli.common import print_json
-    from rltune_daemon.service.config import INTERVAL_MIN, SlurmSection
-    from rltune_daemon.signals import sigterm_interrupts
-    from rltune_daemon.slurm.localcluster import slurm_installed
-
     sizes = parse_sizes(args.pending)
     specs = parse_policies(args.policies)
     for what, value in (("--interval", args.interval), ("--every", args.every)):

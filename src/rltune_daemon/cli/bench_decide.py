@@ -17,10 +17,22 @@ from typing import Any
 
 import numpy as np
 
+from rltune_daemon import features
+from rltune_daemon.cli.common import add_load_args, load_from_args, machine, print_json
 from rltune_daemon.domain import Job, Snapshot, Workload
+from rltune_daemon.domain.arrays import JobTable
+from rltune_daemon.domain.history import FinishedRuns
+from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.domain.snapshot import NodeAlloc, NodeState, PendingState, RunningJob
+from rltune_daemon.errors import UserError
+from rltune_daemon.features.schema import new_history
 from rltune_daemon.placement.context import PlacementContext, PlacementResult, Placer
+from rltune_daemon.planner import PlannerConfig, PlannerMemory, plan
+from rltune_daemon.planner.plan import inputs_from
 from rltune_daemon.policies.base import Policy
+from rltune_daemon.policies.learned import LearnedPolicy, load_learned
+from rltune_daemon.service.config import PlannerSection
+from rltune_daemon.service.policy import CountingPlacer
 
 DEFAULT_SIZES = "128,256,512,1024,10000"
 CLOCK = 1.0e6  # any positive clock: features only use differences
@@ -59,14 +71,10 @@ def decision_snapshot(workload: Workload, n_pending: int, seed: int, busy: float
 def _policy(model: str | None, dim_hidden: int, seed: int) -> tuple[Policy, str]:
     """The shipped/learned actor when ``model`` is given, else a seeded untrained actor of the shipped
     architecture (the cost of a decision does not depend on the weights)."""
-    from rltune_daemon.policies.learned import load_learned
-
     if model:
         return load_learned(model), model
     import torch
 
-    from rltune_daemon import features
-    from rltune_daemon.policies.learned import LearnedPolicy
     from rltune_daemon.train.network import Actor
 
     torch.manual_seed(seed)
@@ -93,19 +101,6 @@ class _TimedPlacer:
 
 def bench_decide(args: argparse.Namespace) -> int:
     import torch
-
-    from rltune_daemon import features
-    from rltune_daemon.cli.bench_cmd import machine
-    from rltune_daemon.cli.common import load_from_args, print_json
-    from rltune_daemon.domain.arrays import JobTable
-    from rltune_daemon.domain.history import FinishedRuns
-    from rltune_daemon.errors import UserError
-    from rltune_daemon.features.schema import new_history
-    from rltune_daemon.planner import PlannerConfig, PlannerMemory, plan
-    from rltune_daemon.planner.plan import inputs_from
-    from rltune_daemon.policies.base import QueueView
-    from rltune_daemon.service.config import PlannerSection
-    from rltune_daemon.service.policy import CountingPlacer
 
     try:
         sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
@@ -158,8 +153,6 @@ def bench_decide(args: argparse.Namespace) -> int:
 
 
 def register(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from rltune_daemon.cli.common import add_load_args
-
     d = bsub.add_parser("decide", help="time one daemon decision (features + actor + MILP + plan) "
                                        "at several queue lengths")
     add_load_args(d, positional=False)

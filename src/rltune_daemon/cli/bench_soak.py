@@ -35,6 +35,7 @@ from typing import Any
 
 from rltune_daemon.cli.common import print_json
 from rltune_daemon.errors import UserError
+from rltune_daemon.slurm.localcluster import LocalCluster, slurm_installed
 
 FLAT_SHARE = 0.05
 SETTLE_S = 30.0
@@ -202,8 +203,6 @@ def latency_stats(values: Sequence[float], median_key: str = "median_ms") -> dic
 
 
 def soak_live(jobs: int, cycles: int, model: str, interval: float, work: Path) -> Phase:
-    from rltune_daemon.slurm.localcluster import LocalCluster, slurm_installed
-
     if os.geteuid() != 0 or not slurm_installed():
         raise UserError("the live soak needs root and Slurm (make setup); run it with --live-jobs 0 to skip")
     phase = Phase("live")

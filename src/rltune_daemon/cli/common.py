@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from collections.abc import Callable
+import os
+import platform
 from typing import Any
 
 from rltune_daemon.domain.workload import Workload
@@ -13,25 +13,13 @@ from rltune_daemon.errors import UserError
 from rltune_daemon.traces import load_workload
 
 
-def run_guarded(fn: Callable[[], int]) -> int:
-    """Run a command; a ``UserError`` becomes one line on stderr and exit status 2, never a traceback."""
-    try:
-        return fn()
-    except UserError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # output piped into `head` and friends: stop quietly, like coreutils
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-
-
 def print_json(obj: Any) -> None:
     print(json.dumps(obj, indent=2, sort_keys=True, default=str))
+
+
+def machine() -> dict[str, Any]:
+    """Where a benchmark ran, recorded next to its timings."""
+    return {"python": platform.python_version(), "cpus": os.cpu_count(), "machine": platform.machine()}
 
 
 def parse_opts(pairs: list[str]) -> dict[str, str]:

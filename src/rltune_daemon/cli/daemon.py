@@ -14,15 +14,21 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rltune_daemon import __version__
-from rltune_daemon.cli.common import run_guarded
-from rltune_daemon.errors import UserError
+from rltune_daemon.domain import job_order
+from rltune_daemon.errors import UserError, run_guarded
+from rltune_daemon.policies.learned import LearnedPolicy
+from rltune_daemon.service.backends import SlurmBackend, make_backend
 from rltune_daemon.service.config import DaemonConfig, default_config_path, load_config
-
-if TYPE_CHECKING:
-    from rltune_daemon.service.loop import Daemon
+from rltune_daemon.service.logging import configure, get_logger
+from rltune_daemon.service.loop import Daemon
+from rltune_daemon.service.metrics import Metrics
+from rltune_daemon.service.notify import Notifier
+from rltune_daemon.service.policy import CountingPlacer, choose_policy, trained_under
+from rltune_daemon.service.probe import print_probe, run_probe
+from rltune_daemon.service.statefile import StateFile
+from rltune_daemon.slurm.errors import SlurmError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,9 +60,6 @@ def build_parser() -> argparse.ArgumentParser:
 def check_config(cfg: DaemonConfig, path: Path | None, probe: bool = False) -> int:
     """Print the effective configuration and what it resolves to (policy, placer, state file); with
     ``probe``, run the read side of a cycle against the configured Slurm (``service.probe``)."""
-    from rltune_daemon.policies.learned import LearnedPolicy
-    from rltune_daemon.service.policy import CountingPlacer, choose_policy, trained_under
-
     print(f"# config: {path if path is not None else 'built-in defaults'} + RLTUNE_* environment")
     print(json.dumps(cfg.effective(), indent=2, sort_keys=True))
     choice = choose_policy(cfg.model, cfg.base_policy, cfg.run_model_behind_base)
@@ -87,20 +90,11 @@ def check_config(cfg: DaemonConfig, path: Path | None, probe: bool = False) -> i
     if cfg.backend != "slurm":
         print("probe: nothing to probe with backend = sim")
         return 0
-    from rltune_daemon.service.probe import print_probe, run_probe
 
     return print_probe(run_probe(cfg, history=choice.policy.learns_history))
 
 
 def _run(args: argparse.Namespace) -> int:
-    from rltune_daemon.service.backends import SlurmBackend, make_backend
-    from rltune_daemon.service.logging import configure, get_logger
-    from rltune_daemon.service.loop import Daemon
-    from rltune_daemon.service.metrics import Metrics
-    from rltune_daemon.service.notify import Notifier
-    from rltune_daemon.service.statefile import StateFile
-    from rltune_daemon.slurm.errors import SlurmError
-
     path = Path(args.config) if args.config else default_config_path()
     cfg = load_config(path, dry_run=True if args.dry_run else None, backend=args.backend)
     if args.probe and not args.check_config:
@@ -150,8 +144,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _restore(daemon: Daemon) -> int:
-    from rltune_daemon.domain import job_order
-
     if not daemon.state.jobs:
         print(f"nothing to restore: {daemon.state_file.path or 'state'} records no changed job")
         return 0

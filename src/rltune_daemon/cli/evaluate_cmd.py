@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from rltune_daemon.cli.common import add_bf_reservations, parse_opts, refuse_recipe_settings
+from rltune_daemon.errors import UserError
 from rltune_daemon.evaluate.engines import Engine, parse_engine
+from rltune_daemon.evaluate.recipe import (
+    differences,
+    explicit_command,
+    read_results,
+    recipe_config,
+    renamed_policies,
+)
 from rltune_daemon.evaluate.report import fallback_note, markdown_table, write_results
 from rltune_daemon.evaluate.runner import EvalConfig, evaluate
 from rltune_daemon.evaluate.verdict import verdict
@@ -98,8 +106,6 @@ def run(args: argparse.Namespace) -> int:
     if args.recipe is not None:
         return _recipe(args)
     if args.model:
-        from rltune_daemon.errors import UserError
-
         raise UserError("--model: only with --recipe DIR (name learned policies as rltune:DIR in --policies)")
     engine = parse_engine(args.engine, (args.out or Path.cwd()) / "slurm-jobs")
     _run(eval_config(args), args.out, "rltune " + " ".join(shlex.quote(a) for a in args.argv), engine)
@@ -108,8 +114,6 @@ def run(args: argparse.Namespace) -> int:
 
 def eval_config(args: argparse.Namespace) -> EvalConfig:
     """The evaluation the flags ask for, checked: a bad value is a one-line error before any work."""
-    from rltune_daemon.errors import UserError
-
     if args.trace is None:
         raise UserError("--trace is required (or --recipe DIR to repeat a published run)")
     policies = tuple(x.strip() for x in args.policies.split(",") if x.strip())
@@ -158,15 +162,6 @@ RECIPE_FREE = {"recipe", "out", "jobs", "engine", "model", "func", "parser_defau
 def _recipe(args: argparse.Namespace) -> int:
     """``--recipe DIR``: run DIR's recorded settings again and compare the numbers window by window. The
     new run records the explicit command, which means the same under any later defaults."""
-    from rltune_daemon.errors import UserError
-    from rltune_daemon.evaluate.recipe import (
-        differences,
-        explicit_command,
-        read_results,
-        recipe_config,
-        renamed_policies,
-    )
-
     refuse_recipe_settings(args, RECIPE_FREE, "the run's results.json")
     models = {}
     for pair in args.model:
@@ -194,8 +189,6 @@ def _recipe(args: argparse.Namespace) -> int:
 
 
 def _starvation_seconds(text: str) -> float:
-    from rltune_daemon.errors import UserError
-
     if text.strip().lower() == "off":
         return float("inf")
     try:

@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 
 from rltune_daemon.cli.common import print_json
+from rltune_daemon.policies.learned import model_identity, read_manifest
+from rltune_daemon.policies.standing import standing
+from rltune_daemon.train.heldout import record_heldout
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -28,10 +31,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def heldout(args: argparse.Namespace) -> int:
-    from rltune_daemon.policies.learned import model_identity, read_manifest
-    from rltune_daemon.policies.standing import standing
-    from rltune_daemon.train.heldout import record_heldout
-
     rec = record_heldout(args.model, args.windows, args.window_size, args.seed, args.bf_reservations,
                          args.jobs, args.replace, progress=sys.stderr.isatty())
     if args.json:

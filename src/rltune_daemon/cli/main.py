@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import cast
 
-from rltune_daemon.cli.common import run_guarded
+from rltune_daemon.errors import run_guarded
 
 # Libraries of the `train` extra: `pip install .` installs the daemon without them, so an offline command
 # that needs one says how to install it instead of failing with a traceback.

@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from rltune_daemon.cli.common import add_load_args, load_from_args, print_json
-from rltune_daemon.traces import trace_stats
+from rltune_daemon.traces import fit, trace_stats
 from rltune_daemon.traces.export import write_cluster, write_csv
 from rltune_daemon.traces.registry import describe_traces
 from rltune_daemon.traces.stats import format_stats
@@ -33,8 +33,6 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
-    from rltune_daemon.traces import fit
-
     report: dict[str, Any] = fit.report(args.name, seed=args.seed, jobs=args.jobs)
     if args.json:
         print_json(report)

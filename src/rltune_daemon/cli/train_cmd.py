@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from rltune_daemon.cli.common import add_bf_reservations, parse_opts, print_json, refuse_recipe_settings
 from rltune_daemon.errors import UserError
 from rltune_daemon.planner.config import GUARD_REFERENCES, STARVATION_REFERENCE_DEFAULT
-from rltune_daemon.policies import BASELINES
+from rltune_daemon.policies import BASELINES, make_policy
 from rltune_daemon.train.credit import METRICS_CHOICES
+from rltune_daemon.train.episodes import trace_names
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -111,11 +113,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
-
     from rltune_daemon.evaluate.runner import EVAL_DEFAULT_OPTS
-    from rltune_daemon.policies import make_policy
-    from rltune_daemon.train.episodes import trace_names
     from rltune_daemon.train.ppo import TrainArgs, train
 
     if args.recipe is not None:
@@ -170,8 +168,6 @@ def _report(manifest: dict[str, object], out: Path) -> None:
 
 def _recipe(args: argparse.Namespace) -> int:
     """``--recipe MODEL``: train with the model's recorded settings, then compare the actors."""
-    import sys
-
     from rltune_daemon.train.ppo import train
     from rltune_daemon.train.recipe import actor_difference, recipe_args
 

@@ -2,8 +2,10 @@
 
 from rltune_daemon.domain.arrays import ClusterArrays, JobTable, type_mask
 from rltune_daemon.domain.cluster import DEFAULT_PARTITION, ClusterSpec, NodeSpec, PartitionSpec
+from rltune_daemon.domain.effects import EffectsConfig
 from rltune_daemon.domain.jobs import Job, job_order
 from rltune_daemon.domain.plan import DEFAULT_PLACEMENT, Placement, PlacementKind, Plan, PlanEntry
+from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.domain.snapshot import NodeAlloc, NodeState, PendingState, RunningJob, Snapshot
 from rltune_daemon.domain.workload import EstimateModel, Workload
 
@@ -12,6 +14,7 @@ __all__ = [
     "DEFAULT_PLACEMENT",
     "ClusterArrays",
     "ClusterSpec",
+    "EffectsConfig",
     "EstimateModel",
     "Job",
     "JobTable",
@@ -24,6 +27,7 @@ __all__ = [
     "PlacementKind",
     "Plan",
     "PlanEntry",
+    "QueueView",
     "RunningJob",
     "Snapshot",
     "Workload",

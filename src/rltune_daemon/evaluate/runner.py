@@ -19,6 +19,7 @@ import numpy as np
 from tqdm import tqdm
 
 from rltune_daemon.domain.arrays import JobTable
+from rltune_daemon.domain.effects import EffectsConfig
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.evaluate.engines import Engine, deal, run_on_slurm
 from rltune_daemon.evaluate.recorded import DAEMON_MULTIFACTOR
@@ -31,11 +32,15 @@ from rltune_daemon.planner.config import (
     STARVATION_REFERENCE_DEFAULT,
     STARVATION_SECONDS_DEFAULT,
     STARVATION_STRETCH_DEFAULT,
+    PlannerConfig,
+    guard_reference,
 )
+from rltune_daemon.policies import make_policy
 from rltune_daemon.policies.base import Policy
-from rltune_daemon.policies.learned import model_identity
+from rltune_daemon.policies.learned import load_learned, model_identity
 from rltune_daemon.policies.multifactor import leaves_slurm_order
-from rltune_daemon.sim.config import EffectsConfig, SimConfig
+from rltune_daemon.service.simdaemon import planner_controller
+from rltune_daemon.sim.config import SimConfig
 from rltune_daemon.sim.controller import Controller, PolicyController
 from rltune_daemon.sim.engine import Simulator
 from rltune_daemon.traces import load_workload
@@ -89,12 +94,8 @@ def make_controller(spec: str, train: Workload, cfg: EvalConfig) -> Controller:
       writes no SiteFactor, as that daemon does: Slurm's own order plus placement hints).
 
     The MILP plans with the simulator's own placement effects (``--pure`` switches both off)."""
-    from rltune_daemon.policies import make_policy
-
     kind, _, name = spec.partition(":") if spec.startswith(("rltune:", "daemon:")) else ("", "", spec)
     if kind == "rltune":
-        from rltune_daemon.policies.learned import load_learned
-
         learned = load_learned(name)
         if learned.learns_history:  # a model with the hist_time input: the same history as QSSF
             learned.fit_history(JobTable.from_jobs(train.jobs, train.cluster))
@@ -109,9 +110,6 @@ def make_controller(spec: str, train: Workload, cfg: EvalConfig) -> Controller:
 
 def _planned(policy: Policy, cfg: EvalConfig, mode: str, placement: bool, leave_order: bool = False
              ) -> Controller:
-    from rltune_daemon.planner.config import PlannerConfig, guard_reference
-    from rltune_daemon.service.simdaemon import planner_controller
-
     placement = cfg.milp and placement
     planner = PlannerConfig(placement=placement, effects=cfg.sim_config().effects,
                             starvation_seconds=cfg.starvation_seconds,

@@ -14,11 +14,11 @@ import numpy as np
 import numpy.typing as npt
 
 from rltune_daemon.domain.arrays import F64
+from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.features.groups import fitting_nodes, group_stats, pending_shapes
 from rltune_daemon.features.sampling import F32, sample
 from rltune_daemon.features.schema import ACTOR_SLOTS, CRITIC_SLOTS, FEATURE_NAMES, FEATURES, PARAMS
 from rltune_daemon.placement.shapes import EligibilityIndex
-from rltune_daemon.policies.base import QueueView
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.features.build import raw_features
 from rltune_daemon.features.sampling import F32
 from rltune_daemon.features.schema import FEATURE_NAMES, SCHEMA_HASH
-from rltune_daemon.policies.base import QueueView
 
 NAIVE_COLUMNS = ("req_gpus", "req_time", "wait", "req_cpus", "req_mem")
 NAIVE_DIM = len(NAIVE_COLUMNS)

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from rltune_daemon.domain.arrays import I64, ClusterArrays, JobTable
+from rltune_daemon.domain.effects import EffectsConfig
 from rltune_daemon.placement.allocate import Allocation
 from rltune_daemon.placement.shapes import EligibilityIndex, JobShapes
-from rltune_daemon.sim.config import EffectsConfig
 
 
 @dataclass(frozen=True)

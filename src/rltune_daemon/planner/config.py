@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from rltune_daemon.sim.config import EffectsConfig
+from rltune_daemon.domain.effects import EffectsConfig
 
 # The daemon's cycle timing, shared by its config and by daemon-mode evaluation: a full cycle every
 # INTERVAL_DEFAULT seconds, and a queue check every REACT_DEFAULT seconds that starts a cycle at once

@@ -15,6 +15,7 @@ import numpy as np
 
 from rltune_daemon.domain.arrays import F64, I64, ClusterArrays, JobTable
 from rltune_daemon.domain.plan import Placement, PlacementKind, Plan, PlanEntry
+from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.domain.snapshot import PendingState, Snapshot
 from rltune_daemon.placement.allocate import Allocation, FreeView, fits
 from rltune_daemon.placement.context import PlacementContext, Placer
@@ -23,7 +24,7 @@ from rltune_daemon.placement.shapes import EligibilityIndex, job_shapes
 from rltune_daemon.planner.config import PlannerConfig
 from rltune_daemon.planner.priorities import realizes, retarget, site_factors
 from rltune_daemon.planner.reasons import describe
-from rltune_daemon.policies.base import Policy, QueueView
+from rltune_daemon.policies.base import Policy
 
 
 @dataclass

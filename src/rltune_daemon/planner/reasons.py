@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rltune_daemon.domain.arrays import JobTable
 from rltune_daemon.domain.plan import Placement, PlacementKind
+from rltune_daemon.formats.slurm import short_duration
 from rltune_daemon.planner.config import GuardReference
-from rltune_daemon.slurm.formats import short_duration
 
 
 def describe(table: JobTable, row: int, now: float, policy: str, pos: int, base_pos: int, guarded: bool,

@@ -4,7 +4,7 @@ Every policy scores pending jobs through ``Policy.scores`` (lower runs first), s
 daemon call the same code.
 """
 
-from rltune_daemon.policies.base import Policy, QueueView
+from rltune_daemon.policies.base import Policy
 from rltune_daemon.policies.registry import BASELINES, make_policy
 
-__all__ = ["BASELINES", "Policy", "QueueView", "make_policy"]
+__all__ = ["BASELINES", "Policy", "make_policy"]

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from rltune_daemon.domain.arrays import F64
-from rltune_daemon.policies.base import Policy, QueueView
+from rltune_daemon.domain.queue import QueueView
+from rltune_daemon.policies.base import Policy
 
 
 class FCFS(Policy):

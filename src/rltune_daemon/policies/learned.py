@@ -19,11 +19,16 @@ from typing import Any
 
 import numpy as np
 
+from rltune_daemon import features
 from rltune_daemon.domain.arrays import F64, JobTable
 from rltune_daemon.domain.history import FinishedRuns, RunHistory
+from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.errors import UserError
-from rltune_daemon.features.schema import LEGACY_ACTOR_DIM, new_history
-from rltune_daemon.policies.base import Policy, QueueView
+from rltune_daemon.features import naive
+from rltune_daemon.features.naive import naive_features
+from rltune_daemon.features.schema import LEGACY_ACTOR_DIM, SUPERSEDED, new_history
+from rltune_daemon.policies.base import Policy
+from rltune_daemon.policies.registry import make_policy
 from rltune_daemon.policies.residual import base_ranks, keys_to_scores, reorder_keys
 
 MAX_QUEUE = 256
@@ -34,9 +39,6 @@ MANIFEST_FILE = "manifest.json"
 def feature_matrix(view: QueueView, mode: str) -> np.ndarray[Any, np.dtype[np.float32]]:
     """Actor inputs for ``mode``: ``sampled`` (paper: engineered features, heuristic sampling to 8)
     or ``naive`` (the raw visible job features only; the paper's naive-RLTune ablation)."""
-    from rltune_daemon import features
-    from rltune_daemon.features.naive import naive_features
-
     if mode == "sampled":
         return features.actor_features(view)
     if mode == "naive":
@@ -70,9 +72,6 @@ class LearnedPolicy(Policy):
 
     @property
     def input_dim(self) -> int:
-        from rltune_daemon import features
-        from rltune_daemon.features import naive
-
         default = features.ACTOR_DIM if self.feature_mode == "sampled" else naive.NAIVE_DIM
         return int(self.manifest.get("input_dim", default))
 
@@ -199,10 +198,6 @@ def load_learned(path: str | Path) -> LearnedPolicy:
     """Load and check a model directory; any problem is one ``UserError`` line."""
     import torch
 
-    from rltune_daemon import features
-    from rltune_daemon.features import naive
-    from rltune_daemon.features.schema import SUPERSEDED
-
     p = Path(path)
     manifest = read_manifest(p)
     want = manifest.get("schema_hash")
@@ -233,8 +228,6 @@ def load_learned(path: str | Path) -> LearnedPolicy:
         raise UserError(f"model {p}: {MANIFEST_FILE} has reach {reach!r}; expected a number >= 0")
     base = None
     if reach > 0:
-        from rltune_daemon.policies.registry import make_policy
-
         try:
             base = make_policy(str(manifest.get("base_policy", "")))
         except UserError as err:

@@ -20,7 +20,8 @@ from typing import Literal
 import numpy as np
 
 from rltune_daemon.domain.arrays import F64
-from rltune_daemon.policies.base import Policy, QueueView
+from rltune_daemon.domain.queue import QueueView
+from rltune_daemon.policies.base import Policy
 
 
 @dataclass(frozen=True)

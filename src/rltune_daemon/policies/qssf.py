@@ -13,7 +13,8 @@ import numpy as np
 
 from rltune_daemon.domain.arrays import F64, JobTable
 from rltune_daemon.domain.history import FinishedRuns, RunHistory
-from rltune_daemon.policies.base import Policy, QueueView
+from rltune_daemon.domain.queue import QueueView
+from rltune_daemon.policies.base import Policy
 
 
 class QSSF(Policy):

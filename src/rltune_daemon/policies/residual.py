@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from rltune_daemon.domain.arrays import F64, I64, places
-from rltune_daemon.policies.base import QueueView
+from rltune_daemon.domain.queue import QueueView
 
 
 def base_ranks(base_scores: F64, view: QueueView) -> I64:

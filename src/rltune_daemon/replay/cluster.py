@@ -15,7 +15,8 @@ from rltune_daemon.domain.cluster import ClusterSpec
 from rltune_daemon.errors import UserError
 from rltune_daemon.replay.scaling import conf_overrides
 from rltune_daemon.slurm.localcluster import LocalCluster, slurm_installed
-from rltune_daemon.slurm.runner import slurm_env
+from rltune_daemon.slurm.reader import SlurmReader
+from rltune_daemon.slurm.runner import SlurmRunner, slurm_env
 from rltune_daemon.traces import testbed
 
 
@@ -105,9 +106,6 @@ def existing(partition: str, conf: str = "") -> Target:
 
 def existing_trace_cluster(target: Target) -> ClusterSpec:
     """The partition's nodes as a trace cluster, read with the daemon's own Slurm reader."""
-    from rltune_daemon.slurm.reader import SlurmReader
-    from rltune_daemon.slurm.runner import SlurmRunner
-
     runner = SlurmRunner(slurm_conf=target.conf or None, max_calls_per_cycle=100)
     runner.begin_cycle()
     snap = SlurmReader(runner, partitions=(target.partition,)).read()

@@ -22,9 +22,15 @@ import numpy as np
 
 from rltune_daemon.domain.history import FinishedRuns
 from rltune_daemon.domain.snapshot import RunningJob, Snapshot
+from rltune_daemon.errors import run_guarded
 from rltune_daemon.planner.config import INTERVAL_DEFAULT, REACT_DEFAULT
 from rltune_daemon.service.backends import SlurmBackend
 from rltune_daemon.service.config import DaemonConfig, load_config
+from rltune_daemon.service.logging import configure, get_logger
+from rltune_daemon.service.loop import Daemon
+from rltune_daemon.service.metrics import Metrics
+from rltune_daemon.service.notify import Notifier
+from rltune_daemon.service.statefile import StateFile
 
 
 class TraceClockBackend(SlurmBackend):
@@ -97,13 +103,6 @@ def trace_cycle(speedup: float) -> tuple[float, float]:
 
 
 def main(argv: list[str]) -> int:
-    from rltune_daemon.cli.common import run_guarded
-    from rltune_daemon.service.logging import configure, get_logger
-    from rltune_daemon.service.loop import Daemon
-    from rltune_daemon.service.metrics import Metrics
-    from rltune_daemon.service.notify import Notifier
-    from rltune_daemon.service.statefile import StateFile
-
     settings = json.loads(Path(argv[0]).read_text())
 
     def go() -> int:

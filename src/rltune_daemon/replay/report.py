@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rltune_daemon.evaluate.runner import METRIC_KEYS
+from rltune_daemon.formats.slurm import expand_hostlist
 from rltune_daemon.replay import fidelity as fid
 from rltune_daemon.replay.arms import NOHINTS, REFERENCE, Arm
 from rltune_daemon.replay.daemon_arm import scaled_cycle, trace_cycle
 from rltune_daemon.replay.scaling import conf_overrides
 from rltune_daemon.replay.simulate import describe as sim_describe
-from rltune_daemon.slurm.formats import expand_hostlist
 
 if TYPE_CHECKING:
     from rltune_daemon.replay.run import ArmRun, ReplayConfig, SeedResult

@@ -31,6 +31,7 @@ from rltune_daemon.replay.arms import Arm, parse_arms
 from rltune_daemon.replay.collect import Collector, JobTimes, ctld_hints
 from rltune_daemon.replay.daemon_arm import trace_cycle
 from rltune_daemon.replay.priority import backfill_interval, cluster_weights
+from rltune_daemon.replay.report import build_results, write_results
 from rltune_daemon.replay.scaling import JobRequest, checked_speedup, job_request
 from rltune_daemon.replay.simulate import simulate
 from rltune_daemon.replay.submit import Submitted, Submitter, cancel
@@ -271,8 +272,6 @@ def run_seed(cfg: ReplayConfig, arms: tuple[Arm, ...], seed: int, out: Path, sto
 
 def run_replay(cfg: ReplayConfig, progress_bar: bool = True) -> dict[str, Any]:
     """Run ``cfg`` and write its results under ``cfg.out``; returns results.json's content."""
-    from rltune_daemon.replay.report import build_results, write_results
-
     checked_speedup(cfg.speedup)
     arms = parse_arms(",".join(cfg.arms))
     for arm in arms:  # a missing model fails here, not after a cluster has started
@@ -340,8 +339,6 @@ def resimulate(source: Path, out: Path, passes: str = "grid") -> dict[str, Any]:
     """Score the real runs recorded in ``source``/results.json against the simulator as it is now
     (with the scheduling passes ``passes``): the real side is not run again. How a simulator change is
     judged on the same real schedules."""
-    from rltune_daemon.replay.report import build_results, write_results
-
     old = json.loads((source / "results.json").read_text())
     c = old["config"]
     cfg = ReplayConfig(arms=tuple(c["arms"]), seeds=tuple(c["seeds"]), trace=c["trace"],

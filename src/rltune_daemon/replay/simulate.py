@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from rltune_daemon.domain.effects import EffectsConfig
 from rltune_daemon.evaluate.runner import EvalConfig, make_controller
 from rltune_daemon.planner.config import INTERVAL_DEFAULT, REACT_DEFAULT
 from rltune_daemon.policies.multifactor import Multifactor, MultifactorWeights
 from rltune_daemon.replay.arms import Arm
 from rltune_daemon.replay.window import ReplayWindow
 from rltune_daemon.service.simdaemon import DaemonModeController
-from rltune_daemon.sim.config import EffectsConfig, SimConfig
+from rltune_daemon.sim.config import SimConfig
 from rltune_daemon.sim.controller import Controller, PolicyController
 from rltune_daemon.sim.engine import SimResult, Simulator
 

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from rltune_daemon.domain import PendingState, Plan, PlanEntry, Snapshot
+from rltune_daemon.formats.slurm import expand_hostlist
 from rltune_daemon.service.statefile import DaemonState, FieldChange, JobRecord, Value
-from rltune_daemon.slurm.formats import expand_hostlist
 from rltune_daemon.slurm.integrity import Fate
 from rltune_daemon.slurm.writer import ApplyResult, JobUpdate, UpdateStatus
 

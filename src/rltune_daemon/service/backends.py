@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from rltune_daemon.domain import Snapshot
 from rltune_daemon.domain.history import FinishedRuns
 from rltune_daemon.service.config import DaemonConfig
+from rltune_daemon.service.simbackend import SimSlurm
 from rltune_daemon.slurm.assemble import ReadInfo
 from rltune_daemon.slurm.errors import SlurmError
 from rltune_daemon.slurm.history import SacctHistory
@@ -18,6 +19,7 @@ from rltune_daemon.slurm.pacing import RateLimit, rate_limit_from_config
 from rltune_daemon.slurm.reader import SlurmReader
 from rltune_daemon.slurm.runner import SlurmRunner
 from rltune_daemon.slurm.writer import ApplyResult, JobUpdate, SlurmWriter
+from rltune_daemon.traces import load_workload
 
 
 class Backend(Protocol):
@@ -153,9 +155,6 @@ class SimBackend:
     name = "sim"
 
     def __init__(self, cfg: DaemonConfig, once: bool = False) -> None:
-        from rltune_daemon.service.simbackend import SimSlurm
-        from rltune_daemon.traces import load_workload
-
         s = cfg.sim
         workload = load_workload(s.workload, seed=s.seed)
         if s.jobs:

@@ -19,14 +19,14 @@ import numpy as np
 from rltune_daemon.domain import PendingState, Snapshot, Workload
 from rltune_daemon.domain.arrays import I64
 from rltune_daemon.domain.history import FinishedRuns
-from rltune_daemon.policies.base import QueueView
+from rltune_daemon.domain.queue import QueueView
+from rltune_daemon.formats.slurm import compress_hostlist
 from rltune_daemon.policies.multifactor import Multifactor
 from rltune_daemon.sim.config import SimConfig
 from rltune_daemon.sim.controller import Controller, tiered_order
 from rltune_daemon.sim.engine import Simulator, drive, simulate
 from rltune_daemon.sim.metrics import summarize
 from rltune_daemon.slurm.assemble import ReadInfo
-from rltune_daemon.slurm.formats import compress_hostlist
 from rltune_daemon.slurm.integrity import Fate
 from rltune_daemon.slurm.writer import ApplyResult, JobResult, JobUpdate, UpdateStatus, prepare
 

@@ -1,9 +1,9 @@
 """Trace-driven, event-driven simulator of a Slurm GPU cluster (priority order + EASY backfill)."""
 
-from rltune_daemon.sim.config import EffectsConfig, SimConfig
+from rltune_daemon.sim.config import SimConfig
 from rltune_daemon.sim.controller import Controller, PolicyController
 from rltune_daemon.sim.engine import SimResult, Simulator, simulate
 
 __all__ = [
-    "Controller", "EffectsConfig", "PolicyController", "SimConfig", "SimResult", "Simulator", "simulate",
+    "Controller", "PolicyController", "SimConfig", "SimResult", "Simulator", "simulate",
 ]

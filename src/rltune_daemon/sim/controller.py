@@ -9,7 +9,8 @@ import numpy as np
 
 from rltune_daemon.domain.arrays import F64, I64, B
 from rltune_daemon.domain.plan import PlacementKind
-from rltune_daemon.policies.base import Policy, QueueView
+from rltune_daemon.domain.queue import QueueView
+from rltune_daemon.policies.base import Policy
 
 if TYPE_CHECKING:
     from rltune_daemon.sim.engine import Simulator

@@ -9,11 +9,12 @@ import numpy as np
 
 from rltune_daemon.domain.arrays import I64, B
 from rltune_daemon.domain.plan import PlacementKind
+from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.placement.allocate import Allocation, FreeView, fits
 from rltune_daemon.placement.context import PlacementContext, Placer
 from rltune_daemon.placement.greedy import greedy_placer
 from rltune_daemon.planner.config import PlannerConfig
-from rltune_daemon.policies.base import Policy, QueueView
+from rltune_daemon.policies.base import Policy
 from rltune_daemon.sim.controller import Controller, tiered_order
 from rltune_daemon.sim.engine import Simulator
 

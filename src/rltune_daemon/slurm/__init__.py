@@ -4,8 +4,9 @@ Modules: ``runner`` (argv-only command runner with timeouts, call budget, classi
 ``parse`` (pure parsers of the pipe formats), ``assemble`` (records -> ``Snapshot``), ``reader``
 (``SlurmReader`` and the ``SnapshotReader`` protocol), ``writer`` (validated batch updates through one
 ``scontrol``), ``localcluster`` (the project's local Slurm for tests and the demo), ``pyslurm_backend``
-(optional), ``formats`` (shared text-format parsers). Slurm behaviour is cited as "FACTS x": sections of
-the lab report on Slurm 22.05 kept with the design notes.
+(optional). Slurm's text formats (durations, TRES, host lists) are parsed in ``formats.slurm``, which
+the trace loaders share. Slurm behaviour is cited as "FACTS x": sections of the lab report on Slurm
+22.05 kept with the design notes.
 """
 
 from rltune_daemon.slurm.assemble import ReadInfo

@@ -34,7 +34,7 @@ from rltune_daemon.domain import (
     RunningJob,
     Snapshot,
 )
-from rltune_daemon.slurm.formats import compress_hostlist, expand_hostlist
+from rltune_daemon.formats.slurm import compress_hostlist, expand_hostlist
 from rltune_daemon.slurm.parse import (
     JobRecord,
     NodeRecord,

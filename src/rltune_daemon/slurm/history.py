@@ -19,6 +19,7 @@ from rltune_daemon.domain.history import FinishedRuns
 from rltune_daemon.errors import InputFileError
 from rltune_daemon.slurm.errors import ParseError
 from rltune_daemon.slurm.runner import SlurmRunner
+from rltune_daemon.traces.sacct import parse
 
 COLUMNS = "JobID,User,Submit,Start,End,ReqTRES,AllocTRES,Timelimit,State"
 END_STATES = "CD,F,TO,CA,OOM,NF,DL,PR"  # every state a job that ran can end in (BF/RQ/RV are not ends)
@@ -39,8 +40,6 @@ def sacct_history_argv(since: float) -> list[str]:
 def parse_history(text: str) -> FinishedRuns:
     """Runs with a start and an end (jobs cancelled while pending never ran); GPU counts from ReqTRES
     (AllocTRES when empty), as the sacct trace loader reads them, since QSSF keys runs by GPUs asked."""
-    from rltune_daemon.traces.sacct import parse
-
     if not text.strip():
         return FinishedRuns.empty()
     try:

@@ -23,8 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from rltune_daemon.slurm.errors import ParseError, SuspectRead
-from rltune_daemon.slurm.formats import (
+from rltune_daemon.formats.slurm import (
     UNLIMITED,
     parse_duration,
     parse_gres_gpu,
@@ -32,6 +31,7 @@ from rltune_daemon.slurm.formats import (
     parse_timestamp,
     parse_tres,
 )
+from rltune_daemon.slurm.errors import ParseError, SuspectRead
 
 # Slurm's job-state names (squeue %T), by what they mean for a job the daemon changed.
 LIVE_STATES = frozenset({"PENDING", "RUNNING"})

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from rltune_daemon.domain import PendingState, Snapshot
+from rltune_daemon.formats.slurm import compress_hostlist, expand_hostlist
 from rltune_daemon.slurm.errors import CommandTimeout, InvalidUpdate
-from rltune_daemon.slurm.formats import compress_hostlist, expand_hostlist
 from rltune_daemon.slurm.runner import CONTROLLER_DOWN_MARKERS, SlurmRunner
 
 SITE_FACTOR_LIMIT = 2_147_483_645

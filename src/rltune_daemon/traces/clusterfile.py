@@ -22,7 +22,7 @@ from pathlib import Path
 
 from rltune_daemon.domain.cluster import DEFAULT_PARTITION, ClusterSpec, NodeSpec, PartitionSpec
 from rltune_daemon.errors import InputFileError
-from rltune_daemon.slurm.formats import parse_gres_gpu
+from rltune_daemon.formats.slurm import parse_gres_gpu
 from rltune_daemon.traces.limits import MAX_COUNT, MAX_NODES, bounded, parse_count, shown, too_many_gpu_types
 from rltune_daemon.traces.resources import file_text, lines, text_lines
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.errors import InputFileError
-from rltune_daemon.slurm.formats import parse_duration
+from rltune_daemon.formats.slurm import parse_duration
 from rltune_daemon.traces.assemble import RawJobs, assemble, drop_cpu_only
 from rltune_daemon.traces.context import LoadContext
 from rltune_daemon.traces.inferred import from_raw

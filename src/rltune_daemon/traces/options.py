@@ -13,7 +13,7 @@ from fractions import Fraction
 from typing import Any
 
 from rltune_daemon.errors import UserError
-from rltune_daemon.slurm.formats import parse_duration
+from rltune_daemon.formats.slurm import parse_duration
 
 MAX_JOBS = 10_000_000
 """Largest ``jobs=`` a generator accepts: 100x the biggest real trace here; each job costs arrays."""

@@ -24,7 +24,7 @@ import numpy as np
 
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.errors import InputFileError
-from rltune_daemon.slurm.formats import (
+from rltune_daemon.formats.slurm import (
     gpus_from_tres,
     parse_duration,
     parse_memory_mb,

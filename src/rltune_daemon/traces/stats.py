@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from rltune_daemon.domain.workload import Workload
-from rltune_daemon.slurm.formats import short_duration
+from rltune_daemon.formats.slurm import short_duration
 
 PERCENTILES = (10, 50, 90, 99)
 

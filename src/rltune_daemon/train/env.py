@@ -18,15 +18,21 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from rltune_daemon import features as feats
 from rltune_daemon.domain.arrays import I64
 from rltune_daemon.domain.history import RunHistory
+from rltune_daemon.domain.queue import QueueView
+from rltune_daemon.features.naive import NAIVE_DIM
 from rltune_daemon.policies import make_policy
-from rltune_daemon.policies.base import Policy, QueueView
+from rltune_daemon.policies.base import Policy
 from rltune_daemon.policies.learned import MAX_QUEUE, chunk_rank, feature_matrix
+from rltune_daemon.sim import simulate
 from rltune_daemon.sim.config import SimConfig, checked_reservations
 from rltune_daemon.sim.controller import Controller, tiered_order
 from rltune_daemon.sim.engine import SimResult, Simulator
+from rltune_daemon.traces import load_workload, split_by_time
 from rltune_daemon.train.credit import checked_metric
+from rltune_daemon.train.episodes import episode_workload
 from rltune_daemon.train.history import EpisodeHistory
 
 OBS_BOUND = 10.0
@@ -44,9 +50,6 @@ class RLTuneEnv(gym.Env[dict[str, np.ndarray], int]):
                  features: str = "sampled", metric: str = "bsld+wait", seed: int = 0,
                  opts: dict[str, str] | None = None, estimates: str = "user", bf_reservations: int = 1,
                  cluster: str | None = None) -> None:
-        from rltune_daemon import features as feats
-        from rltune_daemon.traces import load_workload, split_by_time
-
         self.sim_config = SimConfig(bf_reservations=checked_reservations(bf_reservations))
         workload = load_workload(trace, estimates=estimates, seed=seed, cluster=cluster, **(opts or {}))
         self.train, _ = split_by_time(workload)
@@ -54,7 +57,6 @@ class RLTuneEnv(gym.Env[dict[str, np.ndarray], int]):
         self.base_name = base
         self.mode = features
         self.metric = checked_metric(metric)
-        from rltune_daemon.features.naive import NAIVE_DIM
 
         dim = feats.ACTOR_DIM if features == "sampled" else NAIVE_DIM
         self.observation_space = spaces.Dict({  # type: ignore[assignment]
@@ -86,9 +88,6 @@ class RLTuneEnv(gym.Env[dict[str, np.ndarray], int]):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        from rltune_daemon.sim import simulate
-        from rltune_daemon.train.episodes import episode_workload
-
         super().reset(seed=seed)
         start = int(self.np_random.integers(0, len(self.train.jobs) - self.episode_jobs + 1))
         wl = episode_workload(self.train, start, self.episode_jobs)

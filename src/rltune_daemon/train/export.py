@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from rltune_daemon import features
+from rltune_daemon.features import naive
 from rltune_daemon.policies.learned import MODEL_FILE
+from rltune_daemon.train.heldout import HeldoutSpec, measure_heldout, write_manifest
 from rltune_daemon.train.network import Actor
 
 if TYPE_CHECKING:
@@ -21,9 +24,8 @@ if TYPE_CHECKING:
 def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[str, Any]],
                  best: dict[str, Any], warm_start: dict[str, float] | None = None,
                  start_val: float | None = None, init: dict[str, Any] | None = None) -> dict[str, Any]:
-    from rltune_daemon import features
-    from rltune_daemon.features import naive
-    from rltune_daemon.train.heldout import HeldoutSpec, measure_heldout, write_manifest
+    # ppo imports this module at its top to export what it trained; reading its rollout settings at
+    # call time keeps the two from importing each other while loading (and export free of PuLP)
     from rltune_daemon.train.ppo import rollout_settings
 
     out = args.out
@@ -77,9 +79,6 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
 
 def linear_weights(actor: Actor, mode: str) -> dict[str, float]:
     """A one-layer actor's weight per named input (and its bias): score = sum(weight x input) + bias."""
-    from rltune_daemon import features
-    from rltune_daemon.features import naive
-
     layer = actor.net[0]
     assert isinstance(layer, torch.nn.Linear)
     names = [s.name for s in features.ACTOR_SLOTS] if mode == "sampled" else list(naive.NAIVE_COLUMNS)

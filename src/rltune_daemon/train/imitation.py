@@ -16,7 +16,8 @@ import torch
 
 from rltune_daemon.domain.arrays import F64
 from rltune_daemon.domain.history import RunHistory
-from rltune_daemon.policies.base import Policy, QueueView
+from rltune_daemon.domain.queue import QueueView
+from rltune_daemon.policies.base import Policy
 from rltune_daemon.policies.learned import chunk_rank, feature_matrix
 from rltune_daemon.train.network import Actor, plackett_luce_logp
 from rltune_daemon.train.sampling import F32

@@ -35,8 +35,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from rltune_daemon import features
 from rltune_daemon.errors import UserError
 from rltune_daemon.evaluate.runner import EVAL_DEFAULT_OPTS
+from rltune_daemon.features.naive import NAIVE_DIM
 from rltune_daemon.planner.config import (
     GUARD_REFERENCES,
     INTERVAL_DEFAULT,
@@ -45,7 +47,11 @@ from rltune_daemon.planner.config import (
     guard_reference,
     loop_settings,
 )
+from rltune_daemon.policies import BASELINES, make_policy
+from rltune_daemon.service.simdaemon import planner_controller
+from rltune_daemon.sim import Simulator, simulate
 from rltune_daemon.sim.config import SimConfig, checked_reservations
+from rltune_daemon.traces import load_workload, split_by_time
 from rltune_daemon.train.credit import (
     EPISODE_ONLY,
     checked_metric,
@@ -55,6 +61,9 @@ from rltune_daemon.train.credit import (
     step_rewards,
 )
 from rltune_daemon.train.episodes import Episodes, trace_names
+from rltune_daemon.train.export import export_model, plot_curve
+from rltune_daemon.train.imitation import ImitationRecorder, fit_imitation
+from rltune_daemon.train.init_model import load_initial_actor
 from rltune_daemon.train.network import Actor, Critic, first_pick_entropy, plackett_luce_logp
 from rltune_daemon.train.sampling import SamplingPolicy, Step
 
@@ -126,8 +135,6 @@ def _worker_init(args: TrainArgs) -> None:
     """Each rollout process's state; also run in the main process, so the warm start and the updates
     use one intra-op thread too: a thread count changes the order of float reductions, and the same seed
     must give the same model on a laptop and on a 64-core node (tests/train/test_train_reproduce.py)."""
-    from rltune_daemon.traces import load_workload, split_by_time
-
     torch.set_num_threads(1)
     names = trace_names(args.trace)
     # one trace: its options as given (the CLI adds evaluation's defaults); several: each its defaults
@@ -151,8 +158,6 @@ def rollout_planner(args: TrainArgs) -> PlannerConfig:
 
 def rollout_controller(policy: Policy, args: TrainArgs) -> Controller:
     """How every rollout and warm-start episode runs ``policy`` (``args.mode``, ``args.react``)."""
-    from rltune_daemon.service.simdaemon import planner_controller
-
     return planner_controller(policy, args.mode, placement=False, config=rollout_planner(args),
                               interval=INTERVAL_DEFAULT, react=args.react)
 
@@ -175,9 +180,6 @@ def reward(base: dict[str, Any], rl: dict[str, Any], metric: str) -> float:
 
 def _policy_metrics(name: str, start: int) -> dict[str, Any]:
     """A heuristic's metrics on the episode window at ``start``: deterministic, so simulated once."""
-    from rltune_daemon.policies import make_policy
-    from rltune_daemon.sim import simulate
-
     cache: dict[tuple[str, int], dict[str, Any]] = _W["policy_cache"]
     if (name, start) not in cache:
         args: TrainArgs = _W["args"]
@@ -225,8 +227,6 @@ def contended_starts(candidates: np.ndarray[Any, np.dtype[np.int64]], base_bsld:
 
 
 def _episode(actor: Actor, critic: Critic, start: int, seed: int, deterministic: bool) -> dict[str, Any]:
-    from rltune_daemon.sim import Simulator
-
     args: TrainArgs = _W["args"]
     base = _base_metrics(start)
     if not deterministic and float(base["wait_mean"]) <= 0.0:
@@ -260,8 +260,6 @@ def _episode(actor: Actor, critic: Critic, start: int, seed: int, deterministic:
 
 def _residual(args: TrainArgs, start: int) -> dict[str, Any]:
     """A residual actor's base policy (given the episode's history, as the reward's base is)."""
-    from rltune_daemon.policies import make_policy
-
     if args.reach <= 0:
         return {}
     return {"base": _W["episodes"].prime(make_policy(args.base), start), "reach": args.reach,
@@ -293,9 +291,6 @@ def _rollouts(payload: tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], l
 
 
 def _input_dim(mode: str) -> int:
-    from rltune_daemon import features
-    from rltune_daemon.features.naive import NAIVE_DIM
-
     return int(features.ACTOR_DIM if mode == "sampled" else NAIVE_DIM)
 
 
@@ -366,8 +361,6 @@ def _episode_spans(episodes: Episodes, args: TrainArgs) -> tuple[int, tuple[int,
     is (``split_by_time``): episodes lie wholly before its last 10 %, validation windows inside it, so
     model selection sees the regime just before the held-out tail and no job it trained on (evaluate
     ``--split train-tail`` draws from the same jobs)."""
-    from rltune_daemon.traces import split_by_time
-
     if args.validation == "anywhere":
         return episodes.n_starts, None
     if len(episodes.parts) > 1:
@@ -486,8 +479,6 @@ class Session:
 
     def finish(self, reward_label: str = "training reward (sampled)") -> dict[str, Any]:
         """Load the best validated actor, write the CSV and curve, export and evaluate held-out."""
-        from rltune_daemon.train.export import export_model, plot_curve
-
         args = self.args
         if "actor" in self.best:
             self.actor.load_state_dict(self.best["actor"])
@@ -533,8 +524,6 @@ def _check(args: TrainArgs) -> None:
 
 
 def _check_rivals(args: TrainArgs) -> None:
-    from rltune_daemon.policies import BASELINES
-
     names = rival_names(args.rivals)
     for name in names:
         if name not in BASELINES:
@@ -564,7 +553,6 @@ def open_session(args: TrainArgs) -> Session:
     actor, critic = networks(args)
     init = None
     if args.init is not None:  # checked before the trace loads: a wrong model is one line, at once
-        from rltune_daemon.train.init_model import load_initial_actor
 
         init = load_initial_actor(actor, args)
     elif args.reach > 0:  # correction 0 everywhere: the base policy's order exactly
@@ -613,6 +601,8 @@ def open_session(args: TrainArgs) -> Session:
 def train(args: TrainArgs) -> dict[str, Any]:
     """Train until ``args.minutes`` (or ``max_iterations``) and export the best validated actor."""
     if args.algo == "cem":
+        # cem builds on this module's session and episodes (it imports ppo at its top), so it can only be
+        # imported once ppo has loaded
         from rltune_daemon.train.cem import train_cem
 
         return train_cem(args)
@@ -677,10 +667,6 @@ def batch_means(episodes: list[dict[str, Any]]) -> dict[str, float]:
 def warm_start(actor: Actor, args: TrainArgs, episodes: Episodes,
                starts: np.ndarray[Any, np.dtype[np.int64]]) -> dict[str, float]:
     """Behaviour-clone the base policy's ranking (see ``imitation``); returns what was done."""
-    from rltune_daemon.policies import make_policy
-    from rltune_daemon.sim import Simulator
-    from rltune_daemon.train.imitation import ImitationRecorder, fit_imitation
-
     t0 = time.perf_counter()
     samples = []
     for start in starts:

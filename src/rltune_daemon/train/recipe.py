@@ -14,6 +14,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from rltune_daemon.errors import UserError
 from rltune_daemon.policies.learned import MODEL_FILE, actor_sha256, read_manifest
 from rltune_daemon.train.ppo import TrainArgs, rollout_settings
@@ -49,8 +51,6 @@ def recipe_args(model: Path, out: Path, *, init: Path | None = None, workers: in
     """``TrainArgs`` that repeat ``model``'s run into ``out``, and notes on what may keep the result
     from being the same (settings the manifest predates, another rollout guard, another torch).
     ``starvation_reference`` supplies the guard of a run whose manifest predates recording it."""
-    import torch
-
     manifest = read_manifest(model)
     hp = manifest.get("hyperparameters")
     done = manifest.get("iterations")
@@ -97,8 +97,6 @@ def recipe_args(model: Path, out: Path, *, init: Path | None = None, workers: in
 def actor_difference(a: Path, b: Path) -> float | None:
     """Largest absolute weight difference between two models' actors (0.0: the same weights); None when
     their layers differ."""
-    import torch
-
     sa, sb = (torch.jit.load(str(d / MODEL_FILE)).state_dict() for d in (a, b))  # type: ignore[no-untyped-call]
     if sa.keys() != sb.keys() or any(sa[k].shape != sb[k].shape for k in sa):
         return None

@@ -17,9 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from rltune_daemon import features
 from rltune_daemon.domain.arrays import F64, JobTable
 from rltune_daemon.domain.history import RunHistory
-from rltune_daemon.policies.base import Policy, QueueView
+from rltune_daemon.domain.queue import QueueView
+from rltune_daemon.policies.base import Policy
 from rltune_daemon.policies.learned import MAX_QUEUE, chunk_rank, feature_matrix
 from rltune_daemon.policies.residual import base_ranks, keys_to_scores, reorder_keys
 from rltune_daemon.train.fastnet import FastActor, FastCritic, plackett_luce_logp_np
@@ -68,8 +70,6 @@ class SamplingPolicy(Policy):
             self.base.observe_finish(table, row, runtime)
 
     def scores(self, view: QueueView) -> F64:
-        from rltune_daemon import features
-
         n = len(view.idx)
         if not n:
             return np.zeros(0)

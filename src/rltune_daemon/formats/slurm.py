@@ -1,4 +1,5 @@
-"""Parsers for Slurm's text formats, shared by the live backend and the ``sacct`` trace loader.
+"""Parsers for Slurm's text formats, shared by the live backend (``slurm``) and the trace loaders
+(``traces``).
 
 Every parser raises ``ValueError`` with a short description; callers add file/line context.
 """
