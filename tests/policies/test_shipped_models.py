@@ -78,37 +78,6 @@ def test_the_daemon_acts_on_every_shipped_model(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", MODELS, ids=[p.name for p in MODELS])
-def test_shipped_residual_model_keeps_its_bound(path: Path) -> None:
-    """A shipped residual model (manifest ``reach``) moves no job ``reach`` or more places from its base
-    policy's order on a queue of 300 (the promise --check-config prints)."""
-    import numpy as np
-
-    from rltune_daemon.domain.arrays import ClusterArrays, JobTable
-    from rltune_daemon.domain.jobs import Job
-    from rltune_daemon.domain.queue import QueueView
-    from rltune_daemon.policies.residual import base_ranks
-    from rltune_daemon.traces.testbed import cluster
-
-    policy = load_learned(path)
-    if policy.base is None:
-        pytest.skip("not a residual model")
-    rng = np.random.default_rng(0)
-    jobs = [Job(f"j{k}", 1e5 - float(rng.uniform(0, 5e4)), int(rng.choice([1, 2, 4, 8])),
-                float(rng.uniform(60, 2e4)), user=f"u{int(rng.integers(5))}") for k in range(300)]
-    spec = cluster()
-    view = QueueView(JobTable.from_jobs(jobs, spec), np.arange(300, dtype=np.int64), 1e5,
-                     ClusterArrays.from_spec(spec))
-    place = policy.scores(view)
-    ranks = base_ranks(policy.base.scores(view), view)
-    assert np.abs(place - ranks).max() < policy.reach
-    # not vacuous: a trained actor's corrections differ between jobs (whether they are large enough to
-    # swap two jobs depends on the queue; the testbed model's swap none of these 300)
-    spread = np.ptp(np.tanh(policy.raw_scores(view))) * policy.reach / 2
-    assert spread > 0 or policy.manifest.get("best_iteration") == 0
-    assert (place == ranks).all() or spread > 1  # a swap needs two corrections more than a place apart
-
-
-@pytest.mark.parametrize("path", MODELS, ids=[p.name for p in MODELS])
 def test_a_shipped_models_recorded_rollouts_are_what_its_recipe_runs(path: Path, tmp_path: Path) -> None:
     """Every shipped model records the settings its training episodes ran under (what the daemon
     compares its own with at start), and they are the ones ``rltune train --recipe`` runs today: a recipe
@@ -126,3 +95,4 @@ def test_a_shipped_models_recorded_rollouts_are_what_its_recipe_runs(path: Path,
     assert rollout_settings(args) == manifest["rollouts"]
     assert args.starvation_reference == manifest["hyperparameters"]["starvation_reference"]
     assert not any("planner settings" in n or "starvation_reference" in n for n in notes), notes
+    assert not any("this version has no" in n for n in notes), notes  # retired settings at their kept value

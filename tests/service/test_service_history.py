@@ -171,20 +171,6 @@ def test_no_accounting_for_a_history_model_names_the_model(tmp_path: Path) -> No
     assert "hist_time input is the requested time" in text
 
 
-def test_no_accounting_for_a_residual_model_over_qssf_names_its_base(tmp_path: Path) -> None:
-    """A residual model (``reach``) over QSSF with 8 inputs needs history only for its base policy."""
-    from rltune_daemon.features.schema import LEGACY_ACTOR_DIM
-
-    model = _model_dir(tmp_path, LEGACY_ACTOR_DIM)
-    mf = json.loads((model / "manifest.json").read_text())
-    mf.update(reach=8.0, base_policy="qssf")
-    (model / "manifest.json").write_text(json.dumps(mf))
-    _, text = _dry_runs_without_accounting(tmp_path, 1, model=str(model))
-    assert f"!!! {model} has no run history" in text
-    assert "the base policy it corrects, qssf, predicts from requested times" in text
-    assert "hist_time" not in text
-
-
 # ---- a real Slurm ----------------------------------------------------------------------------------
 
 def _cfg(tmp_path: Path, c: SlurmTestCluster, **kw: Any) -> DaemonConfig:

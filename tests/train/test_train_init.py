@@ -82,14 +82,13 @@ def _legacy_model(root: Path) -> Path:
 
 @pytest.mark.parametrize(("kw", "needle"), [
     ({"init": Path("no/such/model")}, "does not exist"),
-    ({"warm_start_episodes": 2}, "starts from that model's weights: drop --warm-start"),
-    ({"algo": "ppo", "hidden": 64}, "its actor's layers are 9-1, this run's 9-64-32-1; give --hidden 0"),
-    ({"reach": 8.0}, "it has reach 0 (0: ranks on its own); give --reach 0"),
-    ({"init": Path("docs/results/cem/model-testbed"), "reach": 8.0, "base": "sjf"},
-     "a residual model corrects multifactor's order; give --base multifactor"),
+    ({"warm_start_episodes": 2}, "starts from that model's weights: drop warm_start_episodes"),
+    ({"algo": "ppo", "hidden": 64}, "its actor's layers are 9-1, this run's 9-64-32-1; set hidden = 0"),
+    ({"init": Path("docs/results/cem/model-testbed")},
+     "is a residual model (reach 8), which this version no longer runs: retrain it"),
     ({"init": Path("models/philly-sjf-naive"), "base": "sjf"},
-     "it reads 'naive' features; give --features naive"),
-    ({"init": "ppo-shaped"}, "its actor's layers are 9-64-32-1, this run's 9-1; give --hidden 64 "
+     "it reads 'naive' features; set features = 'naive'"),
+    ({"init": "ppo-shaped"}, "its actor's layers are 9-64-32-1, this run's 9-1; set hidden = 64 "
                              "(--algo cem searches linear scorers only)"),
     ({"init": "legacy"}, "its actor reads 8 inputs, this version's 9; it cannot be fine-tuned"),
 ])

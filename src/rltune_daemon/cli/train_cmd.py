@@ -10,8 +10,8 @@ from rltune_daemon.cli.common import add_bf_reservations, parse_opts, print_json
 from rltune_daemon.errors import UserError
 from rltune_daemon.planner.config import GUARD_REFERENCES, STARVATION_REFERENCE_DEFAULT
 from rltune_daemon.policies import BASELINES, make_policy
-from rltune_daemon.train.credit import METRICS_CHOICES
 from rltune_daemon.train.episodes import trace_names
+from rltune_daemon.train.reward import METRICS_CHOICES
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -44,8 +44,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="what the reward measures: the relative gap to the base policy in mean bounded "
                         "slowdown, mean wait, the mean of both gaps (default), both: the smaller of "
                         "the two gaps, so a window scores as well as its worse metric, or "
-                        "bsld+wait+makespan: the mean of three, makespan standing for GPU utilisation "
-                        "(the last two: episode credit)")
+                        "bsld+wait+makespan: the mean of three, makespan standing for GPU utilisation")
     p.add_argument("--rivals", default="", metavar="POLICIES",
                    help="other heuristics the reward is measured against too (comma-separated): a window "
                         "scores its smallest reward against the base and each of them; with --metric both, "
@@ -70,25 +69,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="start from this trained model's weights instead of a random or imitated actor: "
                         "fine-tune a shipped model on your trace or backfill (its layers and inputs must "
                         "match this run's; iteration 0 is the model itself)")
-    p.add_argument("--reach", type=float, default=0.0, metavar="R",
-                   help="residual model: the actor only corrects the base policy's order, each job by fewer "
-                        "than R places; it starts as the base policy exactly (0: the actor ranks on its own)")
-    p.add_argument("--reach-beta", type=float, default=2.0,
-                   help="--reach: sampling temperature in training (logits = beta x key; higher: closer to "
-                        "the base order)")
     p.add_argument("--episodes", choices=("all", "contended"), default="all",
                    help="episode windows: anywhere in the training split, or only the half of "
                         "--screen-episodes candidates that queue most under the base policy")
     p.add_argument("--screen-episodes", type=int, default=128,
                    help="--episodes contended: candidate windows simulated under the base policy first")
-    p.add_argument("--validation", choices=("anywhere", "tail"), default="anywhere",
-                   help="where the validation episodes that pick the exported iteration come from: anywhere "
-                        "in the training split, or its last 10 %% with training episodes only before it "
-                        "(temporal validation; the split that predicted held-out results better, "
-                        "docs/results.md)")
-    p.add_argument("--credit", choices=("episode", "step"), default="episode",
-                   help="episode: every decision shares the episode's reward (paper); step: each decision is "
-                        "charged the slowdown and wait accrued until the next one, advantages by GAE")
     p.add_argument("--algo", choices=("ppo", "cem"), default="ppo",
                    help="ppo: the paper's trainer; cem: cross-entropy search over a linear scorer's weights, "
                         "each candidate run on the same windows (docs/learning.md)")
@@ -102,7 +87,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="cem: share of candidates the next generation is fitted to")
     p.add_argument("--cem-sigma", type=float, default=0.5,
                    help="cem: first spread of the weights, relative to the starting weights' size "
-                        "(absolute when they are zero: --reach)")
+                        "(absolute when they are zero)")
     p.add_argument("--recipe", type=Path, default=None, metavar="MODEL",
                    help="repeat MODEL's run: every setting, the seed and the iteration count its manifest "
                         "records (only --out, --workers, --init, --max-iterations, --heldout-windows and "
@@ -128,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     opts = {**EVAL_DEFAULT_OPTS.get(args.trace, {}), **parse_opts(args.opt)}
     if not args.react >= 0:
         raise UserError(f"--react {args.react:g}: must be 0 (off) or a positive number of seconds")
-    ppo_only = [f"--{name.replace('_', '-')}" for name in ("lr", "credit", "episodes_per_iter")
+    ppo_only = [f"--{name.replace('_', '-')}" for name in ("lr", "episodes_per_iter")
                 if getattr(args, name) != getattr(TrainArgs, name)]  # set away from the default
     if args.algo == "cem" and ppo_only:
         raise UserError(f"{', '.join(ppo_only)}: PPO's settings, unused by --algo cem; drop them (cem's own "
@@ -144,9 +129,8 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers, episodes_per_iter=args.episodes_per_iter, episode_jobs=args.episode_jobs,
         max_iterations=args.max_iterations, heldout_windows=10 if args.heldout_windows is None else
         args.heldout_windows, lr=args.lr,
-        warm_start_episodes=args.warm_start, init=args.init, credit=args.credit, reach=args.reach,
-        reach_beta=args.reach_beta,
-        episodes=args.episodes, screen_episodes=args.screen_episodes, validation=args.validation,
+        warm_start_episodes=args.warm_start, init=args.init,
+        episodes=args.episodes, screen_episodes=args.screen_episodes,
         algo=args.algo, hidden=(0 if args.algo == "cem" else 64) if args.hidden is None else args.hidden,
         cem_population=args.cem_population, cem_episodes=args.cem_episodes, cem_elite=args.cem_elite,
         cem_sigma=args.cem_sigma, progress=sys.stderr.isatty(),

@@ -3,9 +3,7 @@
 ``load_learned(path)`` refuses a missing, corrupt or mismatched model with a one-line ``UserError``
 (callers fall back to their base policy). Queues are ranked in chunks of ``MAX_QUEUE`` jobs by age, as
 the paper bounds its queue to 256: the oldest 256 are ranked by the actor, then the next 256, and so
-on, so a huge backlog can never bury old jobs under a stream of new favourites. A *residual* model
-(manifest ``reach`` > 0, ``policies.residual``) instead corrects its base policy's order by fewer than
-``reach`` places per job.
+on, so a huge backlog can never bury old jobs under a stream of new favourites.
 """
 
 from __future__ import annotations
@@ -28,8 +26,6 @@ from rltune_daemon.features import naive
 from rltune_daemon.features.naive import naive_features
 from rltune_daemon.features.schema import LEGACY_ACTOR_DIM, SUPERSEDED, new_history
 from rltune_daemon.policies.base import Policy
-from rltune_daemon.policies.registry import make_policy
-from rltune_daemon.policies.residual import base_ranks, keys_to_scores, reorder_keys
 
 MAX_QUEUE = 256
 MODEL_FILE = "actor.pt"
@@ -54,21 +50,17 @@ def chunk_rank(view: QueueView) -> np.ndarray[Any, np.dtype[np.int64]]:
 @dataclass
 class LearnedPolicy(Policy):
     """Scores = -(actor output), chunked by age; deterministic. A model whose inputs include the
-    ``hist_time`` slot keeps a run history (fed like QSSF's: the trace's past, finished jobs, sacct).
-    A residual model (``base`` set) reorders ``base``'s order by fewer than ``reach`` places."""
+    ``hist_time`` slot keeps a run history (fed like QSSF's: the trace's past, finished jobs, sacct)."""
 
     actor: Any  # torch.jit.ScriptModule
     manifest: dict[str, Any]
     path: str = ""
     history: RunHistory = field(default_factory=new_history)
-    base: Policy | None = None
-    reach: float = 0.0
 
     name = "rltune"
 
     def __post_init__(self) -> None:
-        self.own_history = self.feature_mode == "sampled" and self.input_dim > LEGACY_ACTOR_DIM
-        self.learns_history = self.own_history or (self.base is not None and self.base.learns_history)
+        self.learns_history = self.feature_mode == "sampled" and self.input_dim > LEGACY_ACTOR_DIM
 
     @property
     def input_dim(self) -> int:
@@ -77,28 +69,19 @@ class LearnedPolicy(Policy):
 
     @property
     def runs_learned(self) -> int:
-        if self.own_history:
-            return self.history.runs
-        return self.base.runs_learned if self.base is not None else 0
+        return self.history.runs if self.learns_history else 0
 
     def learn_runs(self, runs: FinishedRuns) -> None:
-        if self.own_history:
+        if self.learns_history:
             self.history.learn_runs(runs)
-        if self.base is not None:
-            self.base.learn_runs(runs)
 
     def observe_finish(self, table: JobTable, row: int, runtime: float) -> None:
-        if self.own_history:
+        if self.learns_history:
             self.history.learn_row(table, row, runtime)
-        if self.base is not None:
-            self.base.observe_finish(table, row, runtime)
 
     def without_history(self, who: str) -> str:
-        parts = ([f"{who}'s hist_time input is the requested time, which it did not see in training"]
-                 if self.own_history else [])
-        if self.base is not None and self.base.learns_history:
-            parts.append(self.base.without_history(f"the base policy it corrects, {self.base.name},"))
-        return "; ".join(parts)
+        return (f"{who}'s hist_time input is the requested time, which it did not see in training"
+                if self.learns_history else "")
 
     @property
     def feature_mode(self) -> str:
@@ -125,16 +108,12 @@ class LearnedPolicy(Policy):
         except (TypeError, ValueError):  # a hand-edited manifest: the scores come from actor.pt anyway
             return None
         terms = " ".join(f"{v:+.3g} {k}" for k, v in inputs)  # the heaviest first
-        if self.reach > 0:  # the sum is a correction to the base order, not a score of its own
-            base = self.manifest.get("base_policy", "?")
-            return (f"m = {terms} {bias:+.3g}; key = {self.reach / 2:g} tanh(m) - place in {base}'s order "
-                    "(higher first; inputs: docs/features.md)")
         return f"score = {terms} {bias:+.3g} (higher first; inputs: docs/features.md)"
 
     def raw_scores(self, view: QueueView) -> F64:
         import torch
 
-        if self.own_history:
+        if self.learns_history:
             view = dataclasses.replace(view, history=self.history)
         x_all = feature_matrix(view, self.feature_mode)
         x = torch.from_numpy(np.ascontiguousarray(x_all[:, : self.input_dim]))
@@ -146,9 +125,6 @@ class LearnedPolicy(Policy):
         if not len(view.idx):
             return np.zeros(0)
         s = self.raw_scores(view)
-        if self.base is not None:
-            ranks = base_ranks(self.base.scores(view), view)
-            return keys_to_scores(reorder_keys(s, ranks, self.reach), ranks)
         # Keep chunks apart whatever the actor says: squash scores into (-1, 1) and offset by chunk.
         return np.asarray(chunk_rank(view) * 4.0 - np.tanh(s / 8.0), dtype=np.float64)
 
@@ -188,7 +164,7 @@ def model_identity(path: str | Path) -> dict[str, Any]:
     heldout = manifest.get("heldout") or {}
     return {"actor_sha256": sha,
             **{k: manifest.get(k) for k in ("trace", "base_policy", "iterations", "best_iteration",
-                                            "training_minutes", "seed", "reach")},
+                                            "training_minutes", "seed")},
             "heldout_bsld": (heldout.get("model") or {}).get("bsld"),
             "heldout_base_bsld": (heldout.get("base") or {}).get("bsld"),
             "rollouts": manifest.get("rollouts")}
@@ -200,6 +176,11 @@ def load_learned(path: str | Path) -> LearnedPolicy:
 
     p = Path(path)
     manifest = read_manifest(p)
+    reach = manifest.get("reach") or 0
+    if reach != 0:  # its actor corrected the base policy's order by fewer than `reach` places
+        shown = f"{reach:g}" if isinstance(reach, (int, float)) else repr(reach)
+        raise UserError(f"model {p} is a residual model (reach {shown}), which this version no longer runs: "
+                        "retrain it")
     want = manifest.get("schema_hash")
     mode = str(manifest.get("features", "sampled"))
     have, old = ((features.SCHEMA_HASH, SUPERSEDED) if mode == "sampled"
@@ -223,13 +204,4 @@ def load_learned(path: str | Path) -> LearnedPolicy:
     except Exception as exc:  # torch raises many types for a bad archive
         raise UserError(f"model {p}: {MODEL_FILE} is not a usable TorchScript actor "
                         f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from exc
-    reach = manifest.get("reach", 0) or 0
-    if not isinstance(reach, (int, float)) or reach < 0:
-        raise UserError(f"model {p}: {MANIFEST_FILE} has reach {reach!r}; expected a number >= 0")
-    base = None
-    if reach > 0:
-        try:
-            base = make_policy(str(manifest.get("base_policy", "")))
-        except UserError as err:
-            raise UserError(f"model {p}: a residual model needs its base policy ({err})") from err
-    return LearnedPolicy(actor, manifest, str(p), base=base, reach=float(reach))
+    return LearnedPolicy(actor, manifest, str(p))

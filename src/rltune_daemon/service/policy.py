@@ -47,10 +47,7 @@ class PolicyChoice:
         if not self.model or self.fallback:
             return f"{self.policy.name}" + (" (no model configured)" if not self.model else "")
         i = self.identity
-        reach = i.get("reach") or 0
-        how = (f"reorders {i.get('base_policy', '?')} by fewer than {reach:g} places per job, trained on"
-               if reach else "trained on")
-        return (f"model {self.model} (actor sha256 {i.get('actor_sha256', '?')}, {how} "
+        return (f"model {self.model} (actor sha256 {i.get('actor_sha256', '?')}, trained on "
                 f"{i.get('trace', '?')} against {i.get('base_policy', '?')}, iteration "
                 f"{i.get('best_iteration', '?')} of {i.get('iterations', '?')})")
 

@@ -1,4 +1,4 @@
-"""Cross-entropy search over a linear actor's weights (``rltune train --algo cem --hidden 0``).
+"""Cross-entropy search over a linear actor's weights (``rltune train --algo cem``, ``hidden = 0``).
 
 PPO estimates a gradient from sampled orders and spreads one episode's reward over hundreds of
 decisions; in a 30-minute budget on two cores that signal stays below the noise between windows
@@ -13,8 +13,8 @@ base policy on each window.
 A search like this only works in few dimensions, so the actor is one linear layer over the 9 actor
 inputs: a scheduling formula with one weight per input (features.md), which the manifest lists
 (``linear_scorer``) so an admin can read what was learned. It starts from the warm start (an imitation
-of the base policy) or, for a residual model (``--reach``), from the base order exactly. Validation
-and export are PPO's (``ppo.Session``): the exported weights are the validated mean that scored best.
+of the base policy) or a trained model (``--init``). Validation and export are PPO's (``ppo.Session``):
+the exported weights are the validated mean that scored best.
 """
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ F64 = np.ndarray[Any, np.dtype[np.float64]]
 def check_cem(args: TrainArgs) -> None:
     if args.hidden != 0:
         raise UserError(f"--algo cem searches a linear scorer's weights, not a hidden layer of "
-                        f"{args.hidden}: use --hidden 0")
+                        f"{args.hidden}: set hidden = 0")
     if args.cem_population < 2 or args.cem_episodes < 1:
-        raise UserError(f"--cem-population {args.cem_population} / --cem-episodes {args.cem_episodes}: "
+        raise UserError(f"cem_population {args.cem_population} / cem_episodes {args.cem_episodes}: "
                         "expected at least 2 candidates and 1 window per generation")
     if not 0.0 < args.cem_elite < 1.0 or args.cem_sigma <= 0:
-        raise UserError(f"--cem-elite {args.cem_elite:g} / --cem-sigma {args.cem_sigma:g}: expected an elite "
+        raise UserError(f"cem_elite {args.cem_elite:g} / cem_sigma {args.cem_sigma:g}: expected an elite "
                         "share in (0, 1) and a positive spread")
 
 

@@ -31,9 +31,9 @@ from rltune_daemon.sim.config import SimConfig, checked_reservations
 from rltune_daemon.sim.controller import Controller, tiered_order
 from rltune_daemon.sim.engine import SimResult, Simulator
 from rltune_daemon.traces import load_workload, split_by_time
-from rltune_daemon.train.credit import checked_metric
 from rltune_daemon.train.episodes import episode_workload
 from rltune_daemon.train.history import EpisodeHistory
+from rltune_daemon.train.reward import checked_metric
 
 OBS_BOUND = 10.0
 

@@ -56,8 +56,7 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
         "reward_metric": args.metric,
         "warm_start": warm_start or None,
         "init": init,  # --init: the model this one was fine-tuned from (path, actor hash, its run)
-        "reach": args.reach,  # > 0: a residual model over base_policy (policies.residual)
-        "validation_reward_start": start_val,  # iteration 0: a residual run's base order, --init's model
+        "validation_reward_start": start_val,  # iteration 0: --init's model
         "episode_jobs": args.episode_jobs,
         "bf_reservations": args.bf_reservations,  # the simulator's backfill it was trained and measured under
         "rollouts": rollout_settings(args),  # the planner settings its episodes ran under (guard, cycles)
@@ -88,11 +87,9 @@ def linear_weights(actor: Actor, mode: str) -> dict[str, float]:
 
 
 def plot_curve(rows: list[dict[str, Any]], path: Path, title: str, start_val: float | None = None,
-               reward_label: str = "training reward (sampled)",
-               start_label: str = "the base order (iteration 0)", rivals: bool = False) -> None:
-    """Rewards and BSLD per iteration; ``start_val`` (a residual run's base order, a fine-tuning's
-    starting model) is drawn at 0; with ``rivals`` (``--rivals``) the reward is the gap to the nearest
-    of the base and the rivals, and the axis says so."""
+               reward_label: str = "training reward (sampled)", rivals: bool = False) -> None:
+    """Rewards and BSLD per iteration; ``start_val`` (a fine-tuning's starting model) is drawn at 0; with
+    ``rivals`` the reward is the gap to the nearest of the base and the rivals, and the axis says so."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -109,7 +106,7 @@ def plot_curve(rows: list[dict[str, Any]], path: Path, title: str, start_val: fl
     if val:
         ax1.plot(*zip(*val, strict=True), marker="o", label="validation reward (deterministic)")
     if start_val is not None:
-        ax1.plot([0], [start_val], marker="s", color="black", ls="", label=start_label)
+        ax1.plot([0], [start_val], marker="s", color="black", ls="", label="the starting model (iteration 0)")
     ax1.axhline(0.0, color="grey", lw=0.8)
     gap = ("the nearest of base\nand rivals (> 0: better than all)" if rivals
            else "base\n(> 0: better than base)")

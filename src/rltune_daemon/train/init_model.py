@@ -4,8 +4,7 @@ An ML engineer who deploys a shipped model on a cluster that differs from the on
 (another trace, another backfill: ``--bf-reservations``) wants to search *around* the formula that
 already works rather than from a linear fit of the base policy. The model is loaded and checked as the
 daemon loads it (``load_learned``: schema, a usable TorchScript archive), then its weights must fit
-this run's actor exactly: same inputs, same layers, and a residual model only continues as a residual
-model over the same base policy with the same reach. Any mismatch is one line naming the flag to give.
+this run's actor exactly: same inputs, same layers. Any mismatch is one line naming the setting to give.
 """
 
 from __future__ import annotations
@@ -32,8 +31,8 @@ def _layers(state: dict[str, torch.Tensor]) -> list[int]:
     return [int(weights[0].shape[1]), *(int(w.shape[0]) for w in weights)] if weights else []
 
 
-def _hidden_flag(widths: list[int]) -> str:
-    return "--hidden 0" if len(widths) == 2 else f"--hidden {widths[1]}"
+def _hidden_setting(widths: list[int]) -> str:
+    return "hidden = 0" if len(widths) == 2 else f"hidden = {widths[1]}"
 
 
 def load_initial_actor(actor: Actor, args: TrainArgs) -> dict[str, Any]:
@@ -43,21 +42,15 @@ def load_initial_actor(actor: Actor, args: TrainArgs) -> dict[str, Any]:
     where = f"--init {args.init}"
     if model.feature_mode != args.features:
         raise UserError(f"{where}: it reads {model.feature_mode!r} features; "
-                        f"give --features {model.feature_mode}")
-    base = str(model.manifest.get("base_policy", ""))
-    if model.reach != args.reach:
-        raise UserError(f"{where}: it has reach {model.reach:g} (0: ranks on its own); "
-                        f"give --reach {model.reach:g}")
-    if model.reach > 0 and base != args.base:
-        raise UserError(f"{where}: a residual model corrects {base}'s order; give --base {base}")
+                        f"set features = {model.feature_mode!r}")
     state = {k: v.detach().clone() for k, v in model.actor.state_dict().items()}
     have, want = _layers(state), _layers(actor.state_dict())
     if have != want:
         hint = " (--algo cem searches linear scorers only)" if args.algo == "cem" and len(have) > 2 else ""
         if have[:1] != want[:1]:
             raise UserError(f"{where}: its actor reads {have[0]} inputs, this version's {want[0]}; it cannot "
-                            "be fine-tuned: train with --warm-start instead")
+                            "be fine-tuned: train with warm_start_episodes instead")
         raise UserError(f"{where}: its actor's layers are {'-'.join(map(str, have))}, this run's "
-                        f"{'-'.join(map(str, want))}; give {_hidden_flag(have)}{hint}")
+                        f"{'-'.join(map(str, want))}; set {_hidden_setting(have)}{hint}")
     actor.load_state_dict(state)
     return {"path": str(args.init), **model_identity(args.init)}

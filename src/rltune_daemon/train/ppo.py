@@ -6,12 +6,10 @@ and once under the stochastic actor, in the mode the model will be deployed in (
 60 s, applied as SiteFactors on top of multifactor; ``event``: ranks at every scheduling pass). The
 reward, given at the end of the episode as in the paper, is the normalised gap to the base policy:
 ``(base - rl) / base`` for the chosen metric(s), so it measures improvement, not how easy the batch was.
-With ``credit = "episode"`` every decision of the episode shares that return and the critic's value is
-the baseline (advantage = return - value); with ``credit = "step"`` each decision is charged the
-slowdown and wait that accrue until the next one (``credit``) and advantages come from GAE. Rollouts
-run in parallel over processes; updates run in the main process. What does not depend on the
-algorithm (arguments, episode windows, validation, pool, export) is the ``Session``, which the
-cross-entropy search (``train.cem``) shares.
+Every decision of the episode shares that return and the critic's value is the baseline (advantage =
+return - value). Rollouts run in parallel over processes; updates run in the main process. What does
+not depend on the algorithm (arguments, episode windows, validation, pool, export) is the ``Session``,
+which the cross-entropy search (``train.cem``) shares.
 
 Placement during training is Slurm's default (greedy): the actor learns the order; the MILP is added at
 evaluation and in the daemon, as in the paper where the solver acts on the actor's top-K.
@@ -52,19 +50,12 @@ from rltune_daemon.service.simdaemon import planner_controller
 from rltune_daemon.sim import Simulator, simulate
 from rltune_daemon.sim.config import SimConfig, checked_reservations
 from rltune_daemon.traces import load_workload, split_by_time
-from rltune_daemon.train.credit import (
-    EPISODE_ONLY,
-    checked_metric,
-    gae,
-    metric_keys,
-    reward_scale,
-    step_rewards,
-)
 from rltune_daemon.train.episodes import Episodes, trace_names
 from rltune_daemon.train.export import export_model, plot_curve
 from rltune_daemon.train.imitation import ImitationRecorder, fit_imitation
 from rltune_daemon.train.init_model import load_initial_actor
 from rltune_daemon.train.network import Actor, Critic, first_pick_entropy, plackett_luce_logp
+from rltune_daemon.train.reward import checked_metric, metric_keys, reward_scale
 from rltune_daemon.train.sampling import SamplingPolicy, Step
 
 if TYPE_CHECKING:
@@ -101,9 +92,6 @@ class TrainArgs:
     max_grad_norm: float = 0.5
     top_m: int = 16
     max_steps_per_episode: int = 256
-    credit: str = "episode"  # episode | step (see module doc)
-    gamma: float = 0.995  # credit = step: discount per decision
-    gae_lambda: float = 0.95
     hidden: int = 64  # actor width; 0 = one linear layer (a weighted sum of the inputs)
     algo: str = "ppo"  # ppo | cem (train.cem: cross-entropy search over a linear actor's weights)
     cem_population: int = 12  # cem: candidates per generation (the mean is scored besides)
@@ -117,10 +105,7 @@ class TrainArgs:
     heldout_window_size: int = 1024
     warm_start_episodes: int = 0  # >0: imitate the base policy on that many episodes before PPO
     init: Path | None = None  # start from this trained model's actor (fine-tuning; train.init_model)
-    reach: float = 0.0  # >0: residual actor, corrects the base order by < reach places (policies.residual)
-    reach_beta: float = 2.0  # residual actor: sampling temperature (logits = beta * key)
     episodes: str = "all"  # all | contended: train and validate only on windows that queue (see below)
-    validation: str = "anywhere"  # anywhere | tail: validate on the last 10 % only (see _episode_spans)
     screen_episodes: int = 128  # episodes = contended: candidate windows simulated under the base policy
     contended_share: float = 0.5  # ... of which the most contended share (by base BSLD) is kept
     progress: bool = True
@@ -199,9 +184,9 @@ def rival_names(rivals: str) -> list[str]:
 
 def window_reward(base: dict[str, Any], rivals: Sequence[dict[str, Any]], rl: dict[str, Any],
                   metric: str) -> float:
-    """The episode's reward: against the base policy, or with ``--rivals`` the smallest of the rewards
+    """The episode's reward: against the base policy, or with ``rivals`` the smallest of the rewards
     against the base and each rival, so a window counts as won only where every one of them is beaten.
-    With ``--metric both`` that is the issue's target as a reward (lower BSLD *and* wait than each),
+    With ``metric = "both"`` that is lower BSLD *and* wait than each as a reward,
     where the base alone lets a search trade toward a heuristic better in the other metric (FCFS's wait
     on the testbed, against multifactor as base)."""
     return min(reward(ref, rl, metric) for ref in (base, *rivals))
@@ -235,44 +220,19 @@ def _episode(actor: Actor, critic: Critic, start: int, seed: int, deterministic:
                 "rl": {k: base[k] for k in METRICS}, "base": {k: base[k] for k in METRICS}}
     rng = np.random.default_rng(seed)
     policy = SamplingPolicy(actor, critic, args.features, rng, args.top_m, deterministic,
-                            _W["episodes"].history(start) if args.features == "sampled" else None,
-                            **_residual(args, start))
+                            _W["episodes"].history(start) if args.features == "sampled" else None)
     ctl = rollout_controller(policy, args)
     wl = _W["episodes"].workload(start)
     res = Simulator(wl, ctl, sim_config(args)).run()
     steps = policy.steps
     rivals = [_policy_metrics(name, start) for name in rival_names(args.rivals)]
     episode_reward = window_reward(base, rivals, res.metrics, args.metric)
-    if args.credit == "step" and steps:
-        submit = np.array([j.submit for j in wl.jobs], dtype=np.float64)
-        rewards = step_rewards(np.array([s.time for s in steps]), submit, res.start, res.end, base,
-                               args.metric)
-        adv, ret = gae(rewards, np.array([s.value for s in steps]), args.gamma, args.gae_lambda)
-        for s, a, r in zip(steps, adv, ret, strict=True):
-            s.advantage, s.ret = float(a), float(r)
-    if len(steps) > args.max_steps_per_episode:  # credit is assigned above, over all steps: a sample will do
+    if len(steps) > args.max_steps_per_episode:  # every step shares the episode's reward: a sample will do
         keep = np.sort(rng.choice(len(steps), args.max_steps_per_episode, replace=False))
         steps = [steps[i] for i in keep]
     return {"steps": steps, "reward": episode_reward, "start": start,
             "skipped": False, "rl": {k: res.metrics[k] for k in METRICS},
             "base": {k: base[k] for k in METRICS}}
-
-
-def _residual(args: TrainArgs, start: int) -> dict[str, Any]:
-    """A residual actor's base policy (given the episode's history, as the reward's base is)."""
-    if args.reach <= 0:
-        return {}
-    return {"base": _W["episodes"].prime(make_policy(args.base), start), "reach": args.reach,
-            "beta": args.reach_beta}
-
-
-def logits(actor: Actor, x: torch.Tensor, offset: torch.Tensor, args: TrainArgs) -> torch.Tensor:
-    """The Plackett-Luce logits of a decision's jobs: the actor's scores, or for a residual actor
-    ``beta * (reach/2 * tanh(m) - base rank)`` (``offset`` holds ``-beta * base rank``)."""
-    out: torch.Tensor = actor(x)
-    if args.reach <= 0:
-        return out
-    return args.reach_beta * 0.5 * args.reach * torch.tanh(out) + offset
 
 
 def _state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -305,34 +265,30 @@ def _pad(steps: Sequence[Step], top_m: int) -> tuple[torch.Tensor, ...]:
     x = np.zeros((b, n, dim), dtype=np.float32)
     c = np.zeros((b, n, cdim), dtype=np.float32)
     mask = np.zeros((b, n), dtype=np.bool_)
-    off = np.zeros((b, n), dtype=np.float32)
     picks = np.full((b, top_m), -1, dtype=np.int64)
     for i, s in enumerate(steps):
         k = len(s.actor_x)
         x[i, :k], c[i, :k], mask[i, :k] = s.actor_x, s.critic_x, True
-        if s.offset is not None:
-            off[i, :k] = s.offset
         picks[i, : len(s.picks)] = s.picks
-    return (torch.from_numpy(x), torch.from_numpy(c), torch.from_numpy(mask), torch.from_numpy(picks),
-            torch.from_numpy(off))
+    return torch.from_numpy(x), torch.from_numpy(c), torch.from_numpy(mask), torch.from_numpy(picks)
 
 
 def ppo_update(actor: Actor, critic: Critic, opt: torch.optim.Optimizer, steps: list[Step],
-               returns: np.ndarray[Any, np.dtype[np.float64]], args: TrainArgs, rng: np.random.Generator,
-               advantages: np.ndarray[Any, np.dtype[np.float64]] | None = None) -> dict[str, float]:
-    """One PPO update. ``advantages`` default to ``returns - value`` (one return per episode)."""
+               returns: np.ndarray[Any, np.dtype[np.float64]], args: TrainArgs,
+               rng: np.random.Generator) -> dict[str, float]:
+    """One PPO update; advantages are ``returns - value`` (one return per episode)."""
     old_logp = torch.tensor([s.logp for s in steps], dtype=torch.float32)
     values = torch.tensor([s.value for s in steps], dtype=torch.float32)
     ret = torch.tensor(returns, dtype=torch.float32)
-    adv = ret - values if advantages is None else torch.tensor(advantages, dtype=torch.float32)
+    adv = ret - values
     adv = (adv - adv.mean()) / (adv.std() + 1e-8) if len(adv) > 1 else adv
     stats: dict[str, list[float]] = {k: [] for k in UPDATE_STATS}
     for _ in range(args.update_epochs):
         order = rng.permutation(len(steps))
         for lo in range(0, len(order), args.minibatch):
             mb = order[lo : lo + args.minibatch]
-            x, c, mask, picks, off = _pad([steps[i] for i in mb], args.top_m)
-            scores = logits(actor, x, off, args)
+            x, c, mask, picks = _pad([steps[i] for i in mb], args.top_m)
+            scores: torch.Tensor = actor(x)
             logp = plackett_luce_logp(scores, mask, picks)
             ratio = torch.exp(logp - old_logp[mb])
             a = adv[mb]
@@ -353,26 +309,6 @@ def ppo_update(actor: Actor, critic: Critic, opt: torch.optim.Optimizer, steps: 
             stats["value_loss"].append(vloss.item())
             stats["entropy"].append(ent.item())
     return {k: float(np.mean(v)) if v else math.nan for k, v in stats.items()}
-
-
-def _episode_spans(episodes: Episodes, args: TrainArgs) -> tuple[int, tuple[int, int] | None]:
-    """How many episode starts training draws from (``[0, n)``), and the validation starts' range when
-    validation is on the tail. With ``validation = "tail"`` the training part is split again as the trace
-    is (``split_by_time``): episodes lie wholly before its last 10 %, validation windows inside it, so
-    model selection sees the regime just before the held-out tail and no job it trained on (evaluate
-    ``--split train-tail`` draws from the same jobs)."""
-    if args.validation == "anywhere":
-        return episodes.n_starts, None
-    if len(episodes.parts) > 1:
-        raise UserError(f"--validation tail needs one trace, not {args.trace}: use --validation anywhere")
-    train = episodes.parts[0]
-    n, size = len(train.jobs), args.episode_jobs
-    cut = len(split_by_time(train)[0].jobs)
-    if n - cut <= size or cut <= size:
-        raise UserError(f"trace {args.trace}: the training part's tail has {n - cut} jobs and the rest "
-                        f"{cut}; each needs more than one episode of {size}: use --validation anywhere or "
-                        "a smaller --episode-jobs")
-    return cut - size, (cut, n - size)
 
 
 # ----------------------------------------------------------------------------- a run's set-up
@@ -396,7 +332,7 @@ class Session:
     warm: dict[str, float]
     bar: Any
     best: dict[str, Any] = field(default_factory=lambda: {"val_reward": -math.inf})
-    start_val: float | None = None  # residual: the validation reward of the base order (iteration 0)
+    start_val: float | None = None  # --init: the validation reward of the starting model (iteration 0)
     init: dict[str, Any] | None = None  # --init: the model the run started from (manifest "init")
     rows: list[dict[str, Any]] = field(default_factory=list)
 
@@ -441,18 +377,14 @@ class Session:
         """Mean reward of the deterministic actor on the fixed validation windows."""
         return float(np.mean([ep["reward"] for ep in self.spread(actor, self.val_jobs, deterministic=True)]))
 
-    @property
-    def start_label(self) -> str:
-        return "the starting model" if self.args.init is not None else "the base order"
-
     def consider_start(self) -> None:
-        """Iteration 0 of a residual run (the base order itself) or of a fine-tuning (``--init``: the model
-        it starts from): a candidate, kept when nothing beat it, so neither exports worse than its start."""
-        if self.args.reach <= 0 and self.args.init is None:
+        """Iteration 0 of a fine-tuning (``--init``: the model it starts from): a candidate, kept when
+        nothing beat it, so a fine-tuning never exports worse than its start."""
+        if self.args.init is None:
             return
         self.start_val = self.consider(0, _state(self.actor))
         if not self.args.progress:
-            print(f"iter 0 val {self.start_val:+.3f} ({self.start_label})", flush=True)
+            print(f"iter 0 val {self.start_val:+.3f} (the starting model)", flush=True)
 
     def consider(self, it: int, actor: dict[str, torch.Tensor]) -> float:
         """Validate iteration ``it``'s actor and keep it if it beats the best so far; its reward."""
@@ -490,7 +422,7 @@ class Session:
         title = (f"{args.trace}: RLTune vs {', '.join([args.base, *rivals])} "
                  f"({args.mode} mode, {args.algo}{backfill}{metric})")
         plot_curve(self.rows, args.out / "training_curve.png", title, self.start_val, reward_label,
-                   f"{self.start_label} (iteration 0)", rivals=bool(rivals))
+                   rivals=bool(rivals))
         return export_model(self.actor, args, train_minutes, self.rows, self.best, self.warm, self.start_val,
                             self.init)
 
@@ -499,23 +431,14 @@ def _check(args: TrainArgs) -> None:
     if args.algo not in ("ppo", "cem"):
         raise UserError(f"algo {args.algo!r}: expected 'ppo' or 'cem'")
     if args.hidden < 0:
-        raise UserError(f"--hidden {args.hidden}: expected 0 (a linear scorer) or a positive width")
+        raise UserError(f"hidden {args.hidden}: expected 0 (a linear scorer) or a positive width")
     if args.episodes not in ("all", "contended"):
         raise UserError(f"episodes {args.episodes!r}: expected 'all' or 'contended'")
     if args.episodes == "contended" and args.screen_episodes < 2:
-        raise UserError("--screen-episodes must be at least 2 with --episodes contended")
-    if args.validation not in ("anywhere", "tail"):
-        raise UserError(f"validation {args.validation!r}: expected 'anywhere' or 'tail'")
-    if args.reach < 0 or args.reach_beta <= 0:
-        raise UserError(f"--reach {args.reach:g} / --reach-beta {args.reach_beta:g}: expected reach >= 0 "
-                        "and beta > 0")
-    if args.reach > 0 and args.warm_start_episodes > 0:
-        raise UserError("--reach starts from the base policy's exact order: drop --warm-start")
+        raise UserError("screen_episodes must be at least 2 with episodes 'contended'")
     if args.init is not None and args.warm_start_episodes > 0:
-        raise UserError(f"--init {args.init} starts from that model's weights: drop --warm-start")
-    if checked_metric(args.metric) in EPISODE_ONLY and args.credit == "step":
-        raise UserError(f"--metric {args.metric} is no sum of per-decision charges (the worse of two gaps, "
-                        "or a makespan): use --credit episode, or --metric bsld+wait with --credit step")
+        raise UserError(f"--init {args.init} starts from that model's weights: drop warm_start_episodes")
+    checked_metric(args.metric)
     _check_rivals(args)
     checked_reservations(args.bf_reservations)
     if args.starvation_reference not in GUARD_REFERENCES:
@@ -527,14 +450,11 @@ def _check_rivals(args: TrainArgs) -> None:
     names = rival_names(args.rivals)
     for name in names:
         if name not in BASELINES:
-            raise UserError(f"--rivals {name!r}: expected heuristics from {', '.join(BASELINES)}")
+            raise UserError(f"rivals {name!r}: expected heuristics from {', '.join(BASELINES)}")
         if name == args.base:
-            raise UserError(f"--rivals {name}: it is the base policy already; drop it")
+            raise UserError(f"rivals {name}: it is the base policy already; drop it")
     if len(set(names)) < len(names):
-        raise UserError(f"--rivals {args.rivals}: a policy is named twice")
-    if names and args.credit == "step":
-        raise UserError("--rivals scores a window by its smallest reward against several policies, which no "
-                        "per-decision charge adds up to: use --credit episode")
+        raise UserError(f"rivals {args.rivals!r}: a policy is named twice")
 
 
 def networks(args: TrainArgs) -> tuple[Actor, Critic]:
@@ -553,16 +473,10 @@ def open_session(args: TrainArgs) -> Session:
     actor, critic = networks(args)
     init = None
     if args.init is not None:  # checked before the trace loads: a wrong model is one line, at once
-
         init = load_initial_actor(actor, args)
-    elif args.reach > 0:  # correction 0 everywhere: the base policy's order exactly
-        last = actor.net[-1]
-        assert isinstance(last, torch.nn.Linear)
-        torch.nn.init.zeros_(last.weight)
-        torch.nn.init.zeros_(last.bias)
     _worker_init(args)  # also validates the trace in the main process
     episodes: Episodes = _W["episodes"]
-    n_starts, val_span = _episode_spans(episodes, args)
+    n_starts = episodes.n_starts
     workers = args.workers or os.cpu_count() or 1
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "checkpoints").mkdir(exist_ok=True)
@@ -584,9 +498,7 @@ def open_session(args: TrainArgs) -> Session:
         if args.warm_start_episodes > 0:
             session.warm = warm_start(actor, args, episodes, session.draw(rng, args.warm_start_episodes))
         val_rng = np.random.default_rng(args.seed + 7919)
-        val_starts = session.draw(val_rng, args.validation_episodes) if val_span is None else \
-            val_rng.integers(*val_span, args.validation_episodes)
-        session.val_jobs = [(int(s), 0) for s in val_starts]
+        session.val_jobs = [(int(s), 0) for s in session.draw(val_rng, args.validation_episodes)]
     except BaseException:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
@@ -621,14 +533,9 @@ def train(args: TrainArgs) -> dict[str, Any]:
             if not episodes:
                 continue
             steps = [st for ep in episodes for st in ep["steps"]]
-            advantages = None
-            if args.credit == "step":
-                returns = np.array([st.ret for st in steps], dtype=np.float64)
-                advantages = np.array([st.advantage for st in steps], dtype=np.float64)
-            else:
-                returns = np.array([ep["reward"] for ep in episodes for _ in ep["steps"]], dtype=np.float64)
+            returns = np.array([ep["reward"] for ep in episodes for _ in ep["steps"]], dtype=np.float64)
             # no update without steps, but the row keeps every column (the CSV header is the first row's)
-            stats = (ppo_update(actor, critic, opt, steps, returns, args, rng, advantages) if steps
+            stats = (ppo_update(actor, critic, opt, steps, returns, args, rng) if steps
                      else dict.fromkeys(UPDATE_STATS, math.nan))
             row: dict[str, Any] = {
                 "iteration": it, "minutes": session.elapsed / 60.0, "episodes": len(episodes),

@@ -25,6 +25,11 @@ NOT_RECIPE = frozenset({"trace", "out", "opts", "cluster", "init", "workers", "p
 # Settings added after models were shipped whose default is what every earlier version did: a manifest
 # without them ran that way, so their absence is not worth a note.
 ADDED_OFF = frozenset({"rivals"})
+# Settings this version no longer has, with the value whose run it still repeats (every decision shares
+# the episode's reward, validation windows anywhere in the training part, an actor that ranks on its own),
+# and the settings that only acted with another value of them.
+RETIRED = {"credit": "episode", "validation": "anywhere", "reach": 0.0}
+RETIRED_WITH = frozenset({"gamma", "gae_lambda", "reach_beta"})
 
 
 def _start_model(model: Path, manifest: dict[str, Any], init: Path | None) -> Path | None:
@@ -59,13 +64,17 @@ def recipe_args(model: Path, out: Path, *, init: Path | None = None, workers: in
                         "(made by an older version); train it again with the command in its docs")
     if done < 1:
         raise UserError(f"--recipe {model}: it records {done} iterations, nothing to repeat")
+    for key, kept in RETIRED.items():
+        if hp.get(key, kept) != kept:
+            raise UserError(f"--recipe {model}: it was trained with {key} {hp[key]!r}, which this version no "
+                            "longer runs; it cannot be repeated")
     fields = {f.name for f in dataclasses.fields(TrainArgs)} - NOT_RECIPE
     notes = []
     supplied = {"starvation_reference"} if starvation_reference else set()
     missing = sorted(fields - hp.keys() - ADDED_OFF - supplied)
     if missing:
         notes.append(f"its manifest predates {', '.join(missing)}: this run uses the defaults")
-    unknown = sorted(hp.keys() - fields - NOT_RECIPE)
+    unknown = sorted(hp.keys() - fields - NOT_RECIPE - RETIRED.keys() - RETIRED_WITH)
     if unknown:
         notes.append(f"this version has no {', '.join(unknown)}: ignored")
     settings = {k: v for k, v in hp.items() if k in fields}

@@ -5,8 +5,7 @@ ranking by sorting Gumbel-perturbed scores (an exact sample), and records the fi
 their log-probability and the critic's value. The picks decide which jobs start next; ranks below
 ``top_m`` rarely matter before the next decision, so leaving them out of the action keeps the policy
 gradient's variance down. Jobs beyond the first chunk keep the deterministic chunked order that
-``LearnedPolicy`` uses at inference. A residual actor (``reach`` > 0, ``policies.residual``) samples
-from ``beta * key`` over the base policy's first ``MAX_QUEUE`` jobs instead; the rest keep their keys.
+``LearnedPolicy`` uses at inference.
 """
 
 from __future__ import annotations
@@ -22,8 +21,7 @@ from rltune_daemon.domain.arrays import F64, JobTable
 from rltune_daemon.domain.history import RunHistory
 from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.policies.base import Policy
-from rltune_daemon.policies.learned import MAX_QUEUE, chunk_rank, feature_matrix
-from rltune_daemon.policies.residual import base_ranks, keys_to_scores, reorder_keys
+from rltune_daemon.policies.learned import chunk_rank, feature_matrix
 from rltune_daemon.train.fastnet import FastActor, FastCritic, plackett_luce_logp_np
 from rltune_daemon.train.network import Actor, Critic
 
@@ -39,18 +37,13 @@ class Step:
     picks: np.ndarray[Any, np.dtype[np.int64]]
     logp: float
     value: float
-    time: float = 0.0  # simulated clock at the decision
-    advantage: float = float("nan")  # per-decision credit (``credit.gae``); NaN: the episode's return
-    ret: float = float("nan")
-    offset: F32 | None = None  # residual actor: -beta * base rank of each job in ``actor_x``
 
 
 class SamplingPolicy(Policy):
     name = "rltune-sampling"
 
     def __init__(self, actor: Actor, critic: Critic, mode: str, rng: np.random.Generator, top_m: int = 16,
-                 deterministic: bool = False, history: RunHistory | None = None, base: Policy | None = None,
-                 reach: float = 0.0, beta: float = 1.0) -> None:
+                 deterministic: bool = False, history: RunHistory | None = None) -> None:
         self.actor = FastActor(actor)
         self.critic = FastCritic(critic)
         self.mode = mode
@@ -59,15 +52,10 @@ class SamplingPolicy(Policy):
         self.deterministic = deterministic
         self.steps: list[Step] = []
         self.history = history  # the hist_time input's runs (``train.history``); grows as jobs finish
-        self.base = base  # residual actor: the base policy it corrects (primed with the episode's history)
-        self.reach = reach
-        self.beta = beta
 
     def observe_finish(self, table: JobTable, row: int, runtime: float) -> None:
         if self.history is not None:
             self.history.learn_row(table, row, runtime)
-        if self.base is not None:
-            self.base.observe_finish(table, row, runtime)
 
     def scores(self, view: QueueView) -> F64:
         n = len(view.idx)
@@ -78,19 +66,10 @@ class SamplingPolicy(Policy):
         fs = features.build(view) if self.mode == "sampled" else None
         x_all = fs.actor if fs is not None else feature_matrix(view, self.mode)
         s_all: F64 = self.actor(x_all)
-        offset = None
-        if self.base is not None:
-            ranks = base_ranks(self.base.scores(view), view)
-            keys = reorder_keys(s_all, ranks, self.reach)
-            out = keys_to_scores(keys, ranks)
-            cand = np.flatnonzero(ranks < MAX_QUEUE)
-            s = self.beta * keys[cand]
-            offset = (-self.beta * ranks[cand]).astype(np.float32)
-        else:
-            chunk = chunk_rank(view)
-            out = (chunk * 4.0 - np.tanh(s_all / 8.0)).astype(np.float64)
-            cand = np.flatnonzero(chunk == 0)
-            s = s_all[cand]
+        chunk = chunk_rank(view)
+        out = (chunk * 4.0 - np.tanh(s_all / 8.0)).astype(np.float64)
+        cand = np.flatnonzero(chunk == 0)
+        s = s_all[cand]
         if len(cand) < 2 or self.deterministic:
             return out
         perm = np.argsort(-(s + self.rng.gumbel(size=len(s))), kind="stable")
@@ -98,6 +77,5 @@ class SamplingPolicy(Policy):
         picks = perm[: self.top_m].astype(np.int64)
         crit = (fs.critic if fs is not None else features.critic_features(view))[cand]
         logp = plackett_luce_logp_np(s, picks)
-        self.steps.append(Step(x_all[cand], crit, picks, logp, self.critic(crit), float(view.now),
-                               offset=offset))
+        self.steps.append(Step(x_all[cand], crit, picks, logp, self.critic(crit)))
         return out
