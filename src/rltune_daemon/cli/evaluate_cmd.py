@@ -6,18 +6,10 @@ import argparse
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
 
-from rltune_daemon.cli.common import add_bf_reservations, parse_opts, refuse_recipe_settings
+from rltune_daemon.cli.common import add_bf_reservations, parse_opts
 from rltune_daemon.errors import UserError
-from rltune_daemon.evaluate.engines import Engine, parse_engine
-from rltune_daemon.evaluate.recipe import (
-    differences,
-    explicit_command,
-    read_results,
-    recipe_config,
-    renamed_policies,
-)
+from rltune_daemon.evaluate.engines import parse_engine
 from rltune_daemon.evaluate.report import fallback_note, markdown_table, write_results
 from rltune_daemon.evaluate.runner import EvalConfig, evaluate
 from rltune_daemon.evaluate.verdict import verdict
@@ -91,31 +83,31 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "three choose settings and models without touching the held-out windows")
     add_bf_reservations(p)
     p.add_argument("--out", type=Path, default=None, help="directory for results.json/.md and plots")
-    p.add_argument("--recipe", type=Path, default=None, metavar="DIR",
-                   help="repeat the run whose results.json is in DIR with every setting it recorded (only "
-                        "--out, --jobs, --engine and --model may be given), then say whether the numbers are "
-                        "the same")
-    p.add_argument("--model", action="append", default=[], metavar="RECORDED=DIR",
-                   help="with --recipe: run the model the recipe's RECORDED directory held then from DIR "
-                        "(e.g. restored from git after a retrain); DIR must hold the actor the run recorded")
     p.set_defaults(func=run)
-    p.set_defaults(parser_defaults=vars(p.parse_args([])))  # --recipe: what was not given
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.recipe is not None:
-        return _recipe(args)
-    if args.model:
-        raise UserError("--model: only with --recipe DIR (name learned policies as rltune:DIR in --policies)")
+    """Evaluate, print the table (and fallbacks), write ``--out`` with the command line as its record."""
+    cfg = eval_config(args)
     engine = parse_engine(args.engine, (args.out or Path.cwd()) / "slurm-jobs")
-    _run(eval_config(args), args.out, "rltune " + " ".join(shlex.quote(a) for a in args.argv), engine)
+    results = evaluate(cfg, progress=sys.stderr.isatty(), engine=engine)
+    print(markdown_table(results, baseline="fcfs" if "fcfs" in cfg.policies else cfg.policies[0]))
+    note = fallback_note(results)
+    if note:
+        print(note)
+    if line := verdict(results):
+        print(line)
+    if args.out is not None:
+        command = "rltune " + " ".join(shlex.quote(a) for a in args.argv)
+        for path in write_results(results, args.out, command):
+            print(f"wrote {path}")
     return 0
 
 
 def eval_config(args: argparse.Namespace) -> EvalConfig:
     """The evaluation the flags ask for, checked: a bad value is a one-line error before any work."""
     if args.trace is None:
-        raise UserError("--trace is required (or --recipe DIR to repeat a published run)")
+        raise UserError("--trace is required")
     policies = tuple(x.strip() for x in args.policies.split(",") if x.strip())
     if not policies:
         raise UserError("--policies is empty")
@@ -139,53 +131,6 @@ def eval_config(args: argparse.Namespace) -> EvalConfig:
                       starvation_slots=args.starvation_slots, starvation_stretch=args.starvation_stretch,
                       starvation_reference=args.starvation_reference,
                       milp=args.placement == "milp", split=args.split, bf_reservations=args.bf_reservations)
-
-
-def _run(cfg: EvalConfig, out: Path | None, command: str, engine: Engine | None = None) -> dict[str, Any]:
-    """Evaluate, print the table (and fallbacks), write ``out`` with ``command`` as its record."""
-    results = evaluate(cfg, progress=sys.stderr.isatty(), engine=engine)
-    print(markdown_table(results, baseline="fcfs" if "fcfs" in cfg.policies else cfg.policies[0]))
-    note = fallback_note(results)
-    if note:
-        print(note)
-    if line := verdict(results):
-        print(line)
-    if out is not None:
-        for path in write_results(results, out, command):
-            print(f"wrote {path}")
-    return results
-
-
-RECIPE_FREE = {"recipe", "out", "jobs", "engine", "model", "func", "parser_defaults", "argv"}
-
-
-def _recipe(args: argparse.Namespace) -> int:
-    """``--recipe DIR``: run DIR's recorded settings again and compare the numbers window by window. The
-    new run records the explicit command, which means the same under any later defaults."""
-    refuse_recipe_settings(args, RECIPE_FREE, "the run's results.json")
-    models = {}
-    for pair in args.model:
-        old, sep, new = pair.partition("=")
-        if not sep or not old or not new:
-            raise UserError(f"--model {pair!r}: expected RECORDED=DIR, e.g. models/x=/tmp/x")
-        models[old] = new
-    recorded = read_results(args.recipe)  # before the run: --out may be the same directory
-    cfg, notes = recipe_config(args.recipe, jobs=args.jobs, models=models, recorded=recorded)
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
-    print(f"repeating {args.recipe}: {explicit_command(cfg)}", file=sys.stderr)
-    engine = parse_engine(args.engine, (args.out or Path.cwd()) / "slurm-jobs")
-    results = _run(cfg, args.out, explicit_command(cfg, args.out), engine)
-    moved = differences(recorded, results, renamed=renamed_policies(models))
-    if not moved:
-        n = len(cfg.policies)
-        print(f"same numbers as {args.recipe}: {n} polic{'y' if n == 1 else 'ies'} x {cfg.windows} windows, "
-              "every metric")
-    else:
-        print(f"differs from {args.recipe}:")
-        for line in moved:
-            print(f"  {line}")
-    return 0
 
 
 def _starvation_seconds(text: str) -> float:

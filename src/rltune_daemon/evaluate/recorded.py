@@ -3,8 +3,8 @@
 A results file records every setting ``rltune evaluate`` had when it was written. Settings added
 later are absent from older files, and their defaults have moved since (the guard's stretch was 0,
 its reference Slurm's priority order, backfill EASY), so "absent" means "the value runs had before the
-setting existed", never "today's default". The report and ``--recipe`` read them through here so both
-say the same about an old run.
+setting existed", never "today's default". The report and docs/scripts/results_md.py read them through
+here so both say the same about an old run.
 """
 
 from __future__ import annotations
@@ -21,11 +21,10 @@ AS_RUN_BEFORE: dict[str, Any] = {
     "interval": 60.0,
     "starvation_seconds": 4 * 3600.0,
     "split": "held-out",
-    # daemon:multifactor wrote the planner's SiteFactors (the guard's lifts included), which the daemon
-    # with base_policy multifactor never does; since 2026-11-25 it writes none ("slurm-order")
-    "daemon_multifactor": "planned",
 }
-DAEMON_MULTIFACTOR = "slurm-order"  # what runs record now
+# What runs record of daemon:multifactor: it writes no SiteFactor ("slurm-order"), as the daemon with
+# base_policy multifactor does; runs recorded without the key wrote the planner's ("planned").
+DAEMON_MULTIFACTOR = "slurm-order"
 
 
 def settings_as_run(config: dict[str, Any]) -> dict[str, Any]:
