@@ -18,6 +18,18 @@ from rltune_daemon.sim import SimConfig, simulate
 from rltune_daemon.traces import load_workload
 
 
+def _config(tmp_path: Path, text: str) -> list[str]:
+    """``--config`` with a TOML file holding ``text``."""
+    path = tmp_path / "evaluate.toml"
+    path.write_text(text)
+    return ["--config", str(path)]
+
+
+def _small(tmp_path: Path, trace_jobs: int = 2000) -> list[str]:
+    """One worker process on a testbed trace of ``trace_jobs`` jobs."""
+    return _config(tmp_path, f"jobs = 1\n\n[opts]\njobs = {trace_jobs}\n")
+
+
 def test_window_starts_seeded_and_bounded() -> None:
     a = window_starts(5000, 10, 1024, 0)
     assert a == window_starts(5000, 10, 1024, 0)
@@ -30,8 +42,8 @@ def test_window_starts_seeded_and_bounded() -> None:
 def test_evaluate_writes_results_that_match_direct_simulation(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "ev"
-    rc = main(["evaluate", "--trace", "testbed", "--opt", "jobs=2000", "--windows", "2",
-               "--window-size", "100", "--policies", "fcfs,sjf,qssf", "--jobs", "1", "--out", str(out)])
+    rc = main(["evaluate", "--trace", "testbed", *_small(tmp_path), "--windows", "2",
+               "--window-size", "100", "--policies", "fcfs,sjf,qssf", "--out", str(out)])
     assert rc == 0
     res = json.loads((out / "results.json").read_text())
     for name in ("fcfs", "sjf", "qssf"):
@@ -63,8 +75,8 @@ def test_train_split_windows_never_touch_the_held_out_tail(tmp_path: Path) -> No
 def _cli_split_is_those_windows(out: Path, jobs: str, split: str, wins: list[Workload], needle: str) -> None:
     """``rltune evaluate --split`` simulates exactly ``wins`` (SJF, 100-job windows of the testbed with
     ``jobs`` jobs) and its report names the part with ``needle``."""
-    assert main(["evaluate", "--trace", "testbed", "--opt", f"jobs={jobs}", "--windows", str(len(wins)),
-                 "--window-size", "100", "--policies", "sjf", "--jobs", "1", "--split", split, "--out",
+    assert main(["evaluate", "--trace", "testbed", *_small(out.parent, int(jobs)), "--windows",
+                 str(len(wins)), "--window-size", "100", "--policies", "sjf", "--split", split, "--out",
                  str(out)]) == 0
     res = json.loads((out / "results.json").read_text())
     direct = [simulate(win, make_policy("sjf")).metrics["bsld"] for win in wins]
@@ -116,36 +128,67 @@ def test_evaluate_parallel_equals_serial(tmp_path: Path) -> None:
     assert serial["policies"]["wfp3"]["per_window"] == par["policies"]["wfp3"]["per_window"]
 
 
-def test_evaluate_bad_input_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(["evaluate", "--trace", "testbed", "--policies", "fcfs,lifo", "--windows", "1", "--jobs", "1"])
+def test_evaluate_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["evaluate", "--trace", "testbed", "--policies", "fcfs,lifo", "--windows", "1",
+               *_config(tmp_path, "jobs = 1")])
     err = capsys.readouterr().err
     assert rc == 2
     assert err.count("\n") == 1 and "unknown policy 'lifo'" in err
-    assert main(["evaluate", "--trace", "testbed", "--interval", "0"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--interval" in err
-    assert main(["evaluate", "--trace", "testbed", "--starvation-hours", "never"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--starvation-hours" in err
-    for bad in ("-1", "5000", "nan"):
-        assert main(["evaluate", "--trace", "testbed", "--starvation-stretch", bad]) == 2
+    for text, needle in (("interval = 0", "interval 0: must be a positive number"),
+                         ("react = -1", "react -1: must be 0"),
+                         ('starvation_seconds = "never"', "starvation_seconds 'never': expected a positive"),
+                         ("starvation_seconds = 0", "starvation_seconds 0: expected a positive"),
+                         ("starvation_stretch = -1", "starvation_stretch -1: must be 0"),
+                         ("starvation_stretch = 5000", "starvation_stretch 5000: must be 0"),
+                         ("starvation_stretch = nan", "starvation_stretch nan: must be 0"),
+                         ('starvation_reference = "fifo"', "starvation_reference 'fifo': expected one of"),
+                         ("starvation_slots = -1", "starvation_slots -1: must be 0"),
+                         ('mode = "events"', "mode 'events': expected 'daemon' or 'event'"),
+                         ('milp = "no"', "milp = 'no': expected true or false"),
+                         ("jobs = 1.5", "jobs = 1.5: expected a whole number"),
+                         ("opts = 3", "opts = 3: expected a table"),
+                         ("starvation_hours = 4", "unknown key 'starvation_hours' (valid keys: interval,"),
+                         ("windows = 3", "windows is set on the command line (--windows), not in a config"),
+                         ("interval = ", "invalid TOML")):
+        assert main(["evaluate", "--trace", "testbed", *_config(tmp_path, text)]) == 2, text
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and "--starvation-stretch" in err
+        assert err.count("\n") == 1 and err.startswith("error: ") and needle in err, (text, err)
     assert main(["evaluate", "--trace", "testbed", "--bf-reservations", "0"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--bf-reservations 0: must be at least 1" in err
-    rc = main(["evaluate", "--trace", "/nonexistent/trace.swf", "--jobs", "1"])
+    rc = main(["evaluate", "--trace", "/nonexistent/trace.swf", *_small(tmp_path)])
     assert rc == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_config_keys_are_the_settings_results_record(tmp_path: Path) -> None:
+    """Every ``--config`` key sets the EvalConfig field of its name, which results.json records under the
+    same name; a guard switched off reads as it is recorded ("off")."""
+    import math
+
+    from rltune_daemon.cli.evaluate_cmd import eval_config
+    from rltune_daemon.cli.main import build_parser
+    from rltune_daemon.evaluate import EvalConfig
+
+    text = ('mode = "event"\ninterval = 30\nreact = 0\nstarvation_seconds = "off"\nstarvation_slots = 1\n'
+            'starvation_stretch = 0\nstarvation_reference = "priority"\nmilp = false\npure = true\n'
+            'jobs = 3\n\n[opts]\njobs = 5000\nload = 0.9\n')
+    args = build_parser().parse_args(["evaluate", "--trace", "testbed", "--policies", "sjf",
+                                      *_config(tmp_path, text)])
+    assert eval_config(args) == EvalConfig(
+        trace="testbed", policies=("sjf",), mode="event", interval=30.0, react=0.0,
+        starvation_seconds=math.inf, starvation_slots=1, starvation_stretch=0.0,
+        starvation_reference="priority", milp=False, pure=True, jobs=3, opts={"jobs": "5000", "load": "0.9"})
+    plain = build_parser().parse_args(["evaluate", "--trace", "testbed", "--policies", "sjf"])
+    assert eval_config(plain) == EvalConfig(trace="testbed", policies=("sjf",))
 
 
 def test_bf_reservations_reach_the_simulator_and_the_report(tmp_path: Path) -> None:
     """``--bf-reservations`` runs the windows with Slurm-like reservations beyond the head: the numbers are
     the simulator's for that setting (not EASY's) and the config and report say which it was."""
     out = tmp_path / "ev"
-    rc = main(["evaluate", "--trace", "testbed", "--opt", "jobs=3000", "--windows", "3",
-               "--window-size", "300", "--policies", "fcfs", "--jobs", "1", "--bf-reservations", "8",
-               "--out", str(out)])
+    rc = main(["evaluate", "--trace", "testbed", *_small(tmp_path, 3000), "--windows", "3",
+               "--window-size", "300", "--policies", "fcfs", "--bf-reservations", "8", "--out", str(out)])
     assert rc == 0
     res = json.loads((out / "results.json").read_text())
     assert res["config"]["bf_reservations"] == 8
@@ -247,8 +290,8 @@ def test_daemon_mode_queue_checks_replan_a_changed_queue_sooner() -> None:
 def test_evaluate_prints_one_verdict_line_for_a_site_choosing_what_to_run(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "ev"
-    assert main(["evaluate", "--trace", "testbed", "--opt", "jobs=2000", "--windows", "3", "--window-size",
-                 "100", "--policies", "multifactor,daemon:sjf", "--jobs", "1", "--out", str(out)]) == 0
+    assert main(["evaluate", "--trace", "testbed", *_small(tmp_path), "--windows", "3", "--window-size",
+                 "100", "--policies", "multifactor,daemon:sjf", "--out", str(out)]) == 0
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("verdict: ")]
     assert len(lines) == 1 and "daemon:sjf vs multifactor: " in lines[0]
     assert lines[0].startswith(("verdict: leave Slurm alone", "verdict: the daemon without a model"))

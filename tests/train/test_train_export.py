@@ -163,8 +163,8 @@ def test_missing_directory_is_a_one_line_user_error(tmp_path: Path) -> None:
 
 
 def test_learned_controller_plans_with_the_simulators_effects(tmp_path: Path) -> None:
-    """``evaluate --pure`` switches placement effects off in the simulator; the MILP must then plan with
-    the same (zero) slowdowns, not the defaults."""
+    """``pure`` (rltune evaluate's config) switches placement effects off in the simulator; the MILP must
+    then plan with the same (zero) slowdowns, not the defaults."""
     from train_helpers import export_untrained
 
     from rltune_daemon.domain.effects import EffectsConfig

@@ -1,31 +1,37 @@
-"""``rltune evaluate``: policies on held-out windows of a trace; writes JSON, Markdown and PNG plots."""
+"""``rltune evaluate``: policies on held-out windows of a trace; writes JSON, Markdown and PNG plots.
+
+The command line says what to evaluate and where (trace, policies, windows, split, backfill, engine);
+how learned policies run (mode, the daemon's cycle and starvation guard, placement) and the worker
+count are ``--config`` keys, under the names results.json records them by in its ``config``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import math
 import shlex
 import sys
+import typing
 from pathlib import Path
+from typing import Any
 
-from rltune_daemon.cli.common import add_bf_reservations, parse_opts
+from rltune_daemon.cli.common import add_bf_reservations
+from rltune_daemon.cli.settings import read_settings
 from rltune_daemon.errors import UserError
 from rltune_daemon.evaluate.engines import parse_engine
 from rltune_daemon.evaluate.report import fallback_note, markdown_table, write_results
 from rltune_daemon.evaluate.runner import EvalConfig, evaluate
 from rltune_daemon.evaluate.verdict import verdict
 from rltune_daemon.evaluate.windows import PARTS
-from rltune_daemon.planner.config import (
-    GUARD_REFERENCES,
-    INTERVAL_DEFAULT,
-    REACT_DEFAULT,
-    STARVATION_CAP_DEFAULT,
-    STARVATION_REFERENCE_DEFAULT,
-    STARVATION_SECONDS_DEFAULT,
-    STARVATION_STRETCH_DEFAULT,
-    STARVATION_STRETCH_MAX,
-)
+from rltune_daemon.planner.config import GUARD_REFERENCES, STARVATION_STRETCH_MAX
 from rltune_daemon.policies import BASELINES
 from rltune_daemon.sim.config import checked_reservations
+
+# EvalConfig fields the command line sets, and their flags; ``--config`` holds the others.
+FLAGS = {"trace": "--trace", "policies": "--policies", "windows": "--windows", "window_size": "--window-size",
+         "seed": "--seed", "estimates": "--estimates", "cluster": "--cluster", "split": "--split",
+         "bf_reservations": "--bf-reservations"}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -40,42 +46,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="which windows are drawn, and the estimate model's seed: same seed, same numbers")
     p.add_argument("--estimates", choices=("oracle", "user", "trace"), default="user",
                    help="requested-time model every policy sees (default: user)")
-    p.add_argument("--mode", choices=("daemon", "event"), default="daemon",
-                   help="how learned policies run (heuristics always rank at every event)")
     p.add_argument("--cluster", default=None, metavar="PATH", help="cluster file for sacct/CSV traces")
-    p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="trace option")
-    p.add_argument("--jobs", type=int, default=0,
-                   help="worker processes (default: all cores); with --engine slurm, array tasks (default: "
-                        "one per run, at most 32)")
     p.add_argument("--engine", default="local", metavar="local|slurm[:PARTITION]",
                    help="where the runs execute: this machine (default) or a Slurm job array through "
-                        "submitit, one CPU per task, same numbers (needs a filesystem every node sees)")
-    p.add_argument("--pure", action="store_true", help="switch co-location/cross-node effects off")
-    p.add_argument("--interval", type=float, default=INTERVAL_DEFAULT,
-                   help="daemon mode: seconds between re-plans, as the daemon's `interval` "
-                        f"(default {INTERVAL_DEFAULT:g})")
-    p.add_argument("--react", type=float, default=REACT_DEFAULT,
-                   help="daemon mode: seconds between queue checks; a changed queue is re-planned at once, "
-                        f"as the daemon's `react` (default {REACT_DEFAULT:g}; 0: only every interval)")
-    p.add_argument("--placement", choices=("milp", "greedy"), default="milp",
-                   help="learned policies: MILP over the top K (default) or Slurm's greedy default")
-    guard_hours = f"{STARVATION_SECONDS_DEFAULT / 3600:g}"
-    p.add_argument("--starvation-hours", default=guard_hours, metavar="HOURS|off",
-                   help="daemon mode: the planner's starvation guard, as the daemon's starvation_seconds "
-                        f"(default {guard_hours} h; 'off' disables it, as the paper's event-driven setting "
-                        "has none)")
-    p.add_argument("--starvation-slots", type=int, default=0, metavar="N",
-                   help="daemon mode: kept-back jobs the guard restores at once per tier, longest first, as "
-                        "the daemon's starvation_slots (default 0: all)")
-    p.add_argument("--starvation-stretch", type=float, default=STARVATION_STRETCH_DEFAULT, metavar="X",
-                   help="daemon mode: a long job may stay kept back up to X times its time limit (at most "
-                        f"{STARVATION_CAP_DEFAULT / 86400:g} days) before the guard restores it, as the "
-                        "daemon's starvation_stretch "
-                        f"(default {STARVATION_STRETCH_DEFAULT:g}; 0: the hours above for every job)")
-    p.add_argument("--starvation-reference", choices=GUARD_REFERENCES, default=STARVATION_REFERENCE_DEFAULT,
-                   help="daemon mode: the position a kept-back job is measured against and restored to, as "
-                        "the daemon's starvation_reference: Slurm's own priority order, submit order, or "
-                        f"the earlier of both (default {STARVATION_REFERENCE_DEFAULT})")
+                        "submitit, one CPU per task, same numbers (needs a filesystem every node sees); "
+                        "array tasks: the config's jobs (default: one per run, at most 32)")
     p.add_argument("--split", choices=PARTS, default="held-out",
                    help="where the windows come from: the held-out tail (default, for reporting), the "
                         "training part, the training part's own tail (temporal validation), or the training "
@@ -83,6 +58,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "three choose settings and models without touching the held-out windows")
     add_bf_reservations(p)
     p.add_argument("--out", type=Path, default=None, help="directory for results.json/.md and plots")
+    p.add_argument("--config", type=Path, default=None, metavar="FILE",
+                   help="a TOML file of how the run goes, by the names results.json records under config: "
+                        "mode (daemon, the default, or event: how learned policies run), the daemon's "
+                        "interval, react, starvation_seconds (or \"off\"), starvation_slots, "
+                        "starvation_stretch and starvation_reference, milp (false: Slurm's greedy "
+                        "placement), pure (true: no co-location/cross-node effects), jobs (worker "
+                        "processes; default: all cores) and [opts] (trace options) (docs/learning.md)")
     p.set_defaults(func=run)
 
 
@@ -104,8 +86,17 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def config_hints() -> dict[str, Any]:
+    """The ``--config`` keys and their types: EvalConfig's fields but the command line's; the guard's
+    ``starvation_seconds`` may also be "off", as results.json records a guard switched off."""
+    hints = typing.get_type_hints(EvalConfig)
+    hints["starvation_seconds"] = float | str
+    return {f.name: hints[f.name] for f in dataclasses.fields(EvalConfig) if f.name not in FLAGS}
+
+
 def eval_config(args: argparse.Namespace) -> EvalConfig:
-    """The evaluation the flags ask for, checked: a bad value is a one-line error before any work."""
+    """The evaluation the flags and ``--config`` ask for, checked: a bad value is a one-line error before
+    any work."""
     if args.trace is None:
         raise UserError("--trace is required")
     policies = tuple(x.strip() for x in args.policies.split(",") if x.strip())
@@ -113,33 +104,38 @@ def eval_config(args: argparse.Namespace) -> EvalConfig:
         raise UserError("--policies is empty")
     if args.windows < 1 or args.window_size < 1:
         raise UserError("--windows and --window-size must be at least 1")
-    starvation = _starvation_seconds(args.starvation_hours)
-    if not args.interval > 0:
-        raise UserError(f"--interval {args.interval:g}: must be a positive number of seconds")
-    if args.starvation_slots < 0:
-        raise UserError(f"--starvation-slots {args.starvation_slots}: must be 0 (all) or a positive count")
-    if not 0 <= args.starvation_stretch <= STARVATION_STRETCH_MAX:
-        raise UserError(f"--starvation-stretch {args.starvation_stretch:g}: must be 0 (off) or a positive "
-                        f"factor of at most {STARVATION_STRETCH_MAX:g}, as in the daemon's config")
     checked_reservations(args.bf_reservations)
-    if not args.react >= 0:
-        raise UserError(f"--react {args.react:g}: must be 0 (off) or a positive number of seconds")
-    return EvalConfig(trace=args.trace, policies=policies, windows=args.windows, window_size=args.window_size,
-                      seed=args.seed, estimates=args.estimates, mode=args.mode, cluster=args.cluster,
-                      opts=parse_opts(args.opt), jobs=args.jobs, pure=args.pure,
-                      interval=args.interval, react=args.react, starvation_seconds=starvation,
-                      starvation_slots=args.starvation_slots, starvation_stretch=args.starvation_stretch,
-                      starvation_reference=args.starvation_reference,
-                      milp=args.placement == "milp", split=args.split, bf_reservations=args.bf_reservations)
+    settings = read_settings(args.config, config_hints(), FLAGS) if args.config is not None else {}
+    cfg = EvalConfig(trace=args.trace, policies=policies, windows=args.windows, window_size=args.window_size,
+                     seed=args.seed, estimates=args.estimates, cluster=args.cluster, split=args.split,
+                     bf_reservations=args.bf_reservations,
+                     **{**settings, "starvation_seconds": _starvation_seconds(settings)})
+    if cfg.mode not in ("daemon", "event"):
+        raise UserError(f"mode {cfg.mode!r}: expected 'daemon' or 'event'")
+    if not cfg.interval > 0:
+        raise UserError(f"interval {cfg.interval:g}: must be a positive number of seconds")
+    if not cfg.react >= 0:
+        raise UserError(f"react {cfg.react:g}: must be 0 (off) or a positive number of seconds")
+    if cfg.starvation_slots < 0:
+        raise UserError(f"starvation_slots {cfg.starvation_slots}: must be 0 (all) or a positive count")
+    if not 0 <= cfg.starvation_stretch <= STARVATION_STRETCH_MAX:
+        raise UserError(f"starvation_stretch {cfg.starvation_stretch:g}: must be 0 (off) or a positive "
+                        f"factor of at most {STARVATION_STRETCH_MAX:g}, as in the daemon's config")
+    if cfg.starvation_reference not in GUARD_REFERENCES:
+        raise UserError(f"starvation_reference {cfg.starvation_reference!r}: expected one of "
+                        f"{', '.join(GUARD_REFERENCES)}")
+    if cfg.jobs < 0:
+        raise UserError(f"jobs {cfg.jobs}: must be 0 (all cores) or a positive count")
+    return cfg
 
 
-def _starvation_seconds(text: str) -> float:
-    if text.strip().lower() == "off":
-        return float("inf")
-    try:
-        hours = float(text)
-    except ValueError:
-        hours = -1.0
-    if not hours > 0 or hours == float("inf"):
-        raise UserError(f"--starvation-hours {text!r}: expected a positive number of hours or 'off'")
-    return hours * 3600.0
+def _starvation_seconds(settings: dict[str, Any]) -> float:
+    """The guard's ``starvation_seconds`` (infinite for "off", as results.json records a guard off)."""
+    value = settings.get("starvation_seconds", EvalConfig.starvation_seconds)
+    if isinstance(value, str):
+        if value.strip().lower() != "off":
+            raise UserError(f"starvation_seconds {value!r}: expected a positive number of seconds or \"off\"")
+        return math.inf
+    if not value > 0:
+        raise UserError(f"starvation_seconds {value:g}: expected a positive number of seconds or \"off\"")
+    return float(value)

@@ -93,7 +93,7 @@ def make_controller(spec: str, train: Workload, cfg: EvalConfig) -> Controller:
       ``rltune-daemon`` gives with ``base_policy = <baseline>`` and no model (``daemon:multifactor``
       writes no SiteFactor, as that daemon does: Slurm's own order plus placement hints).
 
-    The MILP plans with the simulator's own placement effects (``--pure`` switches both off)."""
+    The MILP plans with the simulator's own placement effects (``pure`` switches both off)."""
     kind, _, name = spec.partition(":") if spec.startswith(("rltune:", "daemon:")) else ("", "", spec)
     if kind == "rltune":
         learned = load_learned(name)
@@ -164,7 +164,7 @@ def evaluate(cfg: EvalConfig, progress: bool = True, engine: Engine | None = Non
               if spec.startswith("rltune:")}  # read before the runs, so results name what was run
     bar = tqdm(total=len(tasks), desc=f"evaluate {cfg.trace}", unit="run", disable=not progress)
     if engine is not None and engine.kind == "slurm":
-        # an array task per --jobs (default: one per run, up to 32), each one CPU
+        # an array task per `jobs` (default: one per run, up to 32), each one CPU
         chunks = deal(tasks, cfg.jobs or min(len(tasks), SLURM_TASKS_DEFAULT))
         workers = len(chunks)
         out = run_on_slurm(engine, _run_chunk, cfg, chunks, bar.update)

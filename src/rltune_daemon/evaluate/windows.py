@@ -23,7 +23,7 @@ def window_starts(n_jobs: int, windows: int, size: int, seed: int, part: str = "
     if n_jobs < size:
         raise UserError(
             f"the {part} part has {n_jobs} jobs, fewer than --window-size {size}: use a smaller window "
-            "or a longer trace (for generated traces, --opt jobs=N)"
+            "or a longer trace (for generated traces, the trace option jobs=N)"
         )
     rng = np.random.default_rng(seed)
     return [int(s) for s in rng.integers(0, n_jobs - size + 1, windows)]
