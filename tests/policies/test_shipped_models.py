@@ -80,14 +80,15 @@ def test_the_daemon_acts_on_every_shipped_model(path: Path) -> None:
 @pytest.mark.parametrize("path", MODELS, ids=[p.name for p in MODELS])
 def test_a_shipped_models_recorded_rollouts_are_what_its_recipe_runs(path: Path, tmp_path: Path) -> None:
     """Every shipped model records the settings its training episodes ran under (what the daemon
-    compares its own with at start), and they are the ones ``rltune train --recipe`` runs today: a recipe
-    that reproduced a model's weights is the evidence for a record added after training (``amended``)."""
+    compares its own with at start), and they are the ones ``rltune train --config MODEL`` runs today:
+    a recipe that reproduced a model's weights is the evidence for a record added after training
+    (``amended``)."""
     from rltune_daemon.policies.learned import read_manifest
     from rltune_daemon.train.ppo import rollout_settings
     from rltune_daemon.train.recipe import recipe_args
 
     manifest = read_manifest(path)
-    assert manifest.get("rollouts"), "every shipped model records its rollouts (rltune train --recipe)"
+    assert manifest.get("rollouts"), "every shipped model records its rollouts (rltune train --config MODEL)"
     init = manifest.get("init")
     # the testbed model was fine-tuned from T1, which has moved from where its manifest says
     start = Path(__file__).resolve().parents[2] / "docs/results/testbed-fresh/model-t1" if init else None

@@ -340,15 +340,16 @@ def test_start_says_when_the_daemon_runs_other_settings_than_the_models_training
     d.announce()
     (note,) = [e["note"] for e in log.named("model_trained_under")]
     assert "starvation_reference = 'both' (trained under 'priority')" in note and "react" not in note
-    assert note.endswith(" or train it under 'both' (rltune train --starvation-reference both)")
+    assert note.endswith(" or train it under 'both' (rltune train --config with starvation_reference = "
+                         "'both')")
     assert not d.choice.fallback and d.choice.model == str(model)  # the daemon still runs the model
 
     same = config(tmp_path, model=str(model), planner__starvation_reference="priority",
                   planner__starvation_stretch=4)
     assert trained_under(d.choice.identity, same.loop_settings()) == (
         "this daemon runs starvation_stretch = 4.0 (trained under 2.0): the model learned its order under "
-        "its training settings; compare it with its base policy under yours (rltune evaluate takes "
-        "--interval and --starvation-*; docs/operations.md, 'Model or base policy?')")
+        "its training settings; compare it with its base policy under yours (rltune evaluate --config takes "
+        "the daemon's interval and starvation_* keys; docs/operations.md, 'Model or base policy?')")
     agree = config(tmp_path, model=str(model), planner__starvation_reference="priority")
     assert trained_under(d.choice.identity, agree.loop_settings()) == ""
     out = io.StringIO()

@@ -110,7 +110,7 @@ def test_run_writes_a_readable_scorer_that_loads_like_any_model(
 
 
 @pytest.mark.parametrize(("kw", "needle"), [
-    ({"hidden": 64}, "not a hidden layer of 64: use --hidden 0"),
+    ({"hidden": 64}, "not a hidden layer of 64: set hidden = 0"),
     ({"cem_population": 1}, "expected at least 2 candidates"),
     ({"cem_elite": 1.0}, "expected an elite share in (0, 1)"),
     ({"cem_sigma": 0.0}, "a positive spread"),
@@ -123,18 +123,22 @@ def test_bad_search_settings_are_refused_before_any_work(tmp_path: Path, kw: dic
 
 def test_cli_picks_a_linear_actor_for_cem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "model"
+    config = tmp_path / "cem.toml"
+    small = "max_iterations = 1\ncem_population = 2\ncem_episodes = 1\n"
     base = ["train", "--trace", "testbed", "--out", str(out), "--workers", "1", "--heldout-windows", "0",
-            "--algo", "cem", "--episode-jobs", "96", "--max-iterations", "1", "--cem-population", "2",
-            "--cem-episodes", "1"]
+            "--algo", "cem", "--episode-jobs", "96", "--config", str(config)]
+    config.write_text(small)
     assert main(base) == 0
     assert json.loads((out / "manifest.json").read_text())["hyperparameters"]["hidden"] == 0
     capsys.readouterr()
-    assert main([*base, "--hidden", "32"]) == 2
+    config.write_text(small + "hidden = 32\n")
+    assert main(base) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "set hidden = 0" in err
-    assert main([*base, "--lr", "0.01"]) == 2
+    config.write_text(small + "lr = 0.01\n")
+    assert main(base) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--lr: PPO's settings, unused by --algo cem" in err
+    assert err.count("\n") == 1 and "lr: PPO's settings, unused by --algo cem; drop it" in err
 
 
 def test_check_config_shows_a_linear_models_formula(

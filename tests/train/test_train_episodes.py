@@ -60,7 +60,7 @@ def test_training_and_validation_use_only_contended_windows(tmp_path: Path,
 def test_unknown_episode_choice_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="episodes 'busy'"):
         train(tiny_args(tmp_path / "m", episodes="busy"))
-    with pytest.raises(UserError, match="--screen-episodes must be at least 2"):
+    with pytest.raises(UserError, match="screen_episodes must be at least 2"):
         train(tiny_args(tmp_path / "m", episodes="contended", screen_episodes=1))
 
 

@@ -97,13 +97,15 @@ def test_cli_prints_one_line_result_or_one_line_error(tmp_path: Path,
 def test_a_sites_own_trace_trains_and_is_measured_on_its_cluster_file(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``rltune train --cluster``: a sacct/CSV trace with the site's node list, as ``evaluate`` takes it;
-    the manifest records the file, and ``rltune heldout`` (and ``--recipe``) read the same nodes."""
+    the manifest records the file, and ``rltune heldout`` (and ``--config MODEL``) read the same nodes."""
     jobs, nodes = tmp_path / "jobs.csv", tmp_path / "nodes.csv"
     assert main(["trace", "export", "testbed", "-o", str(jobs), "--cluster-out", str(nodes)]) == 0
     out = tmp_path / "model"
+    config = tmp_path / "cem.toml"
+    config.write_text("max_iterations = 1\ncem_population = 2\ncem_episodes = 1\n")
     assert main(["train", "--trace", str(jobs), "--cluster", str(nodes), "--out", str(out), "--workers", "1",
-                 "--heldout-windows", "0", "--algo", "cem", "--episode-jobs", "96", "--max-iterations", "1",
-                 "--cem-population", "2", "--cem-episodes", "1"]) == 0
+                 "--heldout-windows", "0", "--algo", "cem", "--episode-jobs", "96", "--config",
+                 str(config)]) == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["cluster"] == str(nodes) and "cluster" not in manifest["hyperparameters"]
     capsys.readouterr()

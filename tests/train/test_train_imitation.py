@@ -1,4 +1,4 @@
-"""Warm start (``--warm-start``): the recorder is invisible to the simulation, and fitting the actor to
+"""Warm start (``warm_start_episodes``): the recorder is invisible to the simulation, and fitting the actor to
 SJF's recorded picks makes its top pick SJF's on decisions it has and has not seen."""
 
 from __future__ import annotations

@@ -104,6 +104,6 @@ def test_a_model_that_does_not_fit_is_refused_before_any_work(tmp_path: Path, kw
 
 def test_cli_init_error_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc = main(["train", "--trace", "testbed", "--algo", "cem", "--init", str(tmp_path / "none"),
-               "--out", str(tmp_path / "m"), "--workers", "1", "--max-iterations", "1"])
+               "--out", str(tmp_path / "m"), "--workers", "1"])
     err = capsys.readouterr().err
     assert rc == 2 and err.startswith("error: ") and err.count("\n") == 1 and "does not exist" in err

@@ -148,21 +148,30 @@ def test_trace_too_small_for_an_episode(tmp_path: Path) -> None:
     assert not (tmp_path / "big").exists()
 
 
-@pytest.mark.parametrize(("extra", "needle"), [
-    (["--base", "lifo"], "unknown policy 'lifo'"),
-    (["--base", "sjf", "--minutes", "0"], "--minutes must be positive"),
-    (["--trace", "no-such-trace"], "no-such-trace"),
-    (["--react", "-1"], "--react -1: must be 0"),
-    (["--rivals", "nosuch"], "rivals 'nosuch': expected heuristics from"),
-    (["--rivals", "fcfs,sjf"], "rivals sjf: it is the base policy already"),
-    (["--rivals", "fcfs,fcfs"], "a policy is named twice"),
-    (["--episode-jobs", "100000", "--max-iterations", "1"], "fewer than one episode"),
+@pytest.mark.parametrize(("extra", "config", "needle"), [
+    (["--base", "lifo"], "", "unknown policy 'lifo'"),
+    (["--base", "sjf", "--minutes", "0"], "", "--minutes must be positive"),
+    (["--trace", "no-such-trace"], "", "no-such-trace"),
+    ([], "react = -1", "react -1: must be 0"),
+    ([], 'mode = "events"', "mode 'events': expected 'daemon' or 'event'"),
+    ([], 'features = "raw"', "features 'raw': expected 'sampled' or 'naive'"),
+    ([], 'metric = "slowdown"', "metric 'slowdown': expected one of"),
+    ([], 'rivals = "nosuch"', "rivals 'nosuch': expected heuristics from"),
+    ([], 'rivals = "fcfs,sjf"', "rivals sjf: it is the base policy already"),
+    ([], 'rivals = "fcfs,fcfs"', "a policy is named twice"),
+    (["--episode-jobs", "100000"], "max_iterations = 1", "fewer than one episode"),
+    ([], "warm_start = 16", "unknown key 'warm_start' (valid keys: cem_elite,"),
+    ([], "credit = 'step'", "unknown key 'credit'"),
+    ([], "seed = 1", "seed is set on the command line (--seed), not in a config file"),
+    ([], "lr = '1e-3'", "lr = '1e-3': expected a number"),
+    ([], "max_iterations = 1.5", "max_iterations = 1.5: expected a whole number"),
 ])
 def test_cli_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str],
-                                   needle: str) -> None:
+                                   config: str, needle: str) -> None:
     out = tmp_path / "model"
+    (tmp_path / "train.toml").write_text(config)
     argv = ["train", "--trace", "testbed", "--out", str(out), "--workers", "1", "--heldout-windows", "0",
-            *extra]
+            "--config", str(tmp_path / "train.toml"), *extra]
     rc = main(argv)
     captured = capsys.readouterr()
     assert rc == 2
@@ -171,8 +180,32 @@ def test_cli_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
     assert not out.exists()
 
 
+def test_config_keys_are_the_settings_a_manifest_records(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``--config`` key sets the TrainArgs field of its name, which a manifest records under
+    ``hyperparameters`` by the same name; the command line's settings are its flags'."""
+    from rltune_daemon.cli import train_cmd
+    from rltune_daemon.train import ppo
+
+    got: list[ppo.TrainArgs] = []
+    monkeypatch.setattr(ppo, "train", lambda args: got.append(args) or {})
+    (tmp_path / "train.toml").write_text('warm_start_episodes = 16\nepisodes = "contended"\nmetric = "both"\n'
+                                         'rivals = "fcfs"\nreact = 5\ncem_sigma = 0.25\nmax_iterations = 3\n')
+    assert main(["train", "--trace", "testbed", "--base", "multifactor", "--algo", "cem", "--seed", "2",
+                 "--episode-jobs", "1024", "--out", str(tmp_path / "m"), "--config",
+                 str(tmp_path / "train.toml")]) == 0
+    (args,) = got
+    want = ppo.TrainArgs(trace="testbed", out=tmp_path / "m", base="multifactor", algo="cem", seed=2,
+                         episode_jobs=1024, warm_start_episodes=16, episodes="contended", metric="both",
+                         rivals="fcfs", react=5.0, cem_sigma=0.25, max_iterations=3, hidden=0,
+                         opts=args.opts, progress=args.progress)
+    assert args == want and args.opts == {"jobs": "20480"}  # the trace's evaluation options
+    assert set(train_cmd.config_hints()) <= set(ppo.TrainArgs.__dataclass_fields__)
+    assert not set(train_cmd.config_hints()) & set(train_cmd.FLAGS)
+
+
 def test_react_rollouts_replan_on_queue_changes(tmp_path: Path) -> None:
-    """``--react`` trains with the daemon's queue checks: more decision points per episode than
+    """``react`` trains with the daemon's queue checks: more decision points per episode than
     60-s cycles alone, and the manifest records the setting."""
     runs = {r: train(tiny_args(tmp_path / f"r{r:g}", react=r, warm_start_episodes=2, max_iterations=0,
                                minutes=0.01)) for r in (0.0, 5.0)}
@@ -214,7 +247,7 @@ def test_rivals_score_a_window_by_its_smallest_reward() -> None:
 
 def test_rival_training_records_its_rivals(tmp_path: Path) -> None:
     """A run with rivals scores no episode above the same episode against the base alone, and its
-    manifest keeps the rivals (``--recipe`` repeats them)."""
+    manifest keeps the rivals (``--config MODEL`` repeats them)."""
     both = train(tiny_args(tmp_path / "r", metric="both", rivals="fcfs", warm_start_episodes=2))
     alone = train(tiny_args(tmp_path / "b", metric="both", warm_start_episodes=2))
     assert both["hyperparameters"]["rivals"] == "fcfs" and alone["hyperparameters"]["rivals"] == ""

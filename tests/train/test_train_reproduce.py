@@ -1,5 +1,5 @@
 """Reproducing a training run: the same seed and iteration count give the same model whatever the
-number of workers or torch threads, and ``rltune train --recipe MODEL`` repeats a run its manifest
+number of workers or torch threads, and ``rltune train --config MODEL`` repeats a run its manifest
 records (a run that stopped on its time budget included) and says whether the weights are the same."""
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def test_recipe_repeats_a_run_that_stopped_on_its_time_budget(tmp_path: Path,
     assert manifest["rollouts"] == rollout_settings(tiny_args(first, starvation_reference="priority"))
     assert manifest["rollouts"]["starvation_reference"] == "priority"
     again = tmp_path / "again"
-    assert main(["train", "--recipe", str(first), "--out", str(again)]) == 0  # all cores, not 1 worker
+    assert main(["train", "--config", str(first / "manifest.json"), "--out", str(again)]) == 0  # all cores
     out = capsys.readouterr().out
     assert f"same actor weights as {first}" in out
     assert _rows(first) == _rows(again)
@@ -83,7 +83,7 @@ def test_recipe_reports_a_different_model(tmp_path: Path, capsys: pytest.Capture
     with torch.no_grad():
         next(iter(actor.parameters())).add_(0.5)
     torch.jit.save(actor, str(model / "actor.pt"))  # type: ignore[no-untyped-call]
-    assert main(["train", "--recipe", str(model), "--out", str(tmp_path / "again"), "--workers", "1"]) == 0
+    assert main(["train", "--config", str(model), "--out", str(tmp_path / "again"), "--workers", "1"]) == 0
     assert "largest weight difference 0.5" in capsys.readouterr().out
 
 
@@ -102,7 +102,7 @@ def test_recipe_finds_the_model_a_fine_tuning_started_from(tmp_path: Path,
         recipe_args(start, tmp_path / "x", init=moved)
     args, _ = recipe_args(tuned, tmp_path / "x", init=moved)
     assert args.init == moved and args.algo == "cem" and args.max_iterations == 1
-    assert main(["train", "--recipe", str(tuned), "--init", str(moved), "--out", str(tmp_path / "again"),
+    assert main(["train", "--config", str(tuned), "--init", str(moved), "--out", str(tmp_path / "again"),
                  "--workers", "1"]) == 0
     assert f"same actor weights as {tuned}" in capsys.readouterr().out
 
@@ -125,32 +125,30 @@ def test_recipe_notes_what_the_manifest_predates(tmp_path: Path) -> None:
     args, notes = recipe_args(_fake_model(tmp_path / "other", {**base, "rollouts": rollouts}), tmp_path / "x")
     assert args.seed == 7 and args.base == "fcfs" and args.max_iterations == 3
     assert any("starvation_reference priority -> both" in n for n in notes)
-    # a manifest older than the guard setting: the caller says which guard its run had
-    args, notes = recipe_args(tmp_path / "old", tmp_path / "x", starvation_reference="priority")
-    assert args.starvation_reference == "priority"
-    assert not any("starvation_reference" in n for n in notes)
-    assert any("(reference priority, stretch 2)" in n for n in notes)
+    # a manifest older than the guard setting runs under this version's, and says so
+    args, notes = recipe_args(tmp_path / "old", tmp_path / "x")
+    assert args.starvation_reference == "both"
+    assert any("predates" in n and "starvation_reference" in n for n in notes)
+    assert any("(reference both, stretch 2)" in n for n in notes)
 
 
 @pytest.mark.parametrize(("extra", "manifest", "needle"), [
-    (["--seed", "3"], None, "--seed: --recipe takes every setting"),
-    (["--base", "fcfs", "--minutes", "1"], None, "--base, --minutes: --recipe takes every setting"),
+    (["--seed", "3"], None, "takes every setting from the model's manifest; drop it"),
+    (["--base", "fcfs", "--minutes", "1"], None, "--base, --minutes: --config "),
+    (["--algo", "cem"], None, "--algo: --config "),
     ([], {"trace": "testbed"}, "records no hyperparameters or iteration count"),
     ([], {"trace": "testbed", "iterations": 0, "hyperparameters": {}}, "records 0 iterations"),
     ([], {"trace": "testbed", "iterations": 1, "hyperparameters": {"credit": "step"}},
      "trained with credit 'step', which this version no longer runs"),
     ([], {"trace": "testbed", "iterations": 1, "hyperparameters": {"reach": 8.0}},
      "trained with reach 8.0, which this version no longer runs"),
-    (["--starvation-reference", "submit"],
-     {"trace": "testbed", "iterations": 1, "hyperparameters": {"starvation_reference": "both"}},
-     "records its own (both); drop it"),
 ])
 def test_recipe_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str],
                                       manifest: dict[str, Any] | None, needle: str) -> None:
     model = _fake_model(tmp_path / "model", manifest or {"trace": "testbed", "iterations": 1,
                                                          "hyperparameters": {}})
     out = tmp_path / "again"
-    assert main(["train", "--recipe", str(model), "--out", str(out), *extra]) == 2
+    assert main(["train", "--config", str(model), "--out", str(out), *extra]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: ") and needle in err, err
     assert not out.exists()
@@ -158,5 +156,5 @@ def test_recipe_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
 
 def test_recipe_into_its_own_directory_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     model = _fake_model(tmp_path / "model", {"trace": "testbed", "iterations": 1, "hyperparameters": {}})
-    assert main(["train", "--recipe", str(model), "--out", str(model)]) == 2
+    assert main(["train", "--config", str(model / "manifest.json"), "--out", str(model)]) == 2
     assert "that is the model being repeated" in capsys.readouterr().err

@@ -74,14 +74,3 @@ def add_load_args(p: argparse.ArgumentParser, positional: bool = True) -> None:
         metavar="KEY=VALUE",
         help="trace option, e.g. scale=1/4, jobs=5000, load=0.9, slice=1/50 (repeatable)",
     )
-
-
-def refuse_recipe_settings(args: argparse.Namespace, free: set[str], source: str) -> None:
-    """``--recipe`` takes every setting from ``source`` (a manifest, a results.json): any flag outside
-    ``free`` given away from its default is a one-line error naming it. Needs the subcommand's
-    ``parser_defaults`` (the values of an empty command line)."""
-    given = sorted(k for k, v in vars(args).items() if k not in free and v != args.parser_defaults.get(k, v))
-    if given:
-        flags = ", ".join(f"--{k.replace('_', '-')}" for k in given)
-        raise UserError(f"{flags}: --recipe takes every setting from {source}; drop "
-                        f"{'them' if len(given) > 1 else 'it'}")

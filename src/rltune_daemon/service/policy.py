@@ -63,7 +63,8 @@ class PolicyChoice:
 
 # The daemon settings a model's manifest records for its rollouts (``rollouts``) that the start compares
 # with its own. Queue checks (``react``) are not among them: training skips them for speed unless asked
-# (``rltune train --react``), and models trained that way are evaluated, like the daemon runs, with them.
+# (``react`` in rltune train's config), and models trained that way are evaluated, like the daemon runs,
+# with them.
 TRAINED_UNDER = ("interval", "starvation_reference", "starvation_seconds", "starvation_stretch",
                  "starvation_cap_seconds", "starvation_slots")
 
@@ -81,11 +82,11 @@ def trained_under(identity: Mapping[str, Any], deployed: Mapping[str, Any]) -> s
     if not changed:
         return ""
     ref = deployed.get("starvation_reference")
-    retrain = (f" or train it under {ref!r} (rltune train --starvation-reference {ref})"
+    retrain = (f" or train it under {ref!r} (rltune train --config with starvation_reference = {ref!r})"
                if rollouts.get("starvation_reference", ref) != ref else "")
     return (f"this daemon runs {', '.join(changed)}: the model learned its order under its training "
-            "settings; compare it with its base policy under yours (rltune evaluate takes --interval and "
-            f"--starvation-*; docs/operations.md, 'Model or base policy?'){retrain}")
+            "settings; compare it with its base policy under yours (rltune evaluate --config takes the "
+            f"daemon's interval and starvation_* keys; docs/operations.md, 'Model or base policy?'){retrain}")
 
 
 LEARNED_MODULE = "rltune_daemon.policies.learned"

@@ -430,6 +430,12 @@ class Session:
 def _check(args: TrainArgs) -> None:
     if args.algo not in ("ppo", "cem"):
         raise UserError(f"algo {args.algo!r}: expected 'ppo' or 'cem'")
+    if args.mode not in ("daemon", "event"):
+        raise UserError(f"mode {args.mode!r}: expected 'daemon' or 'event'")
+    if args.features not in ("sampled", "naive"):
+        raise UserError(f"features {args.features!r}: expected 'sampled' or 'naive'")
+    if not args.react >= 0:
+        raise UserError(f"react {args.react:g}: must be 0 (off) or a positive number of seconds")
     if args.hidden < 0:
         raise UserError(f"hidden {args.hidden}: expected 0 (a linear scorer) or a positive width")
     if args.episodes not in ("all", "contended"):

@@ -1,4 +1,4 @@
-"""Re-run a trained model's recipe (``rltune train --recipe MODEL``).
+"""Re-run a trained model's recipe (``rltune train --config MODEL``).
 
 A training run stops on a time budget (``--minutes``), which no second run can repeat: a faster machine
 fits more iterations into 30 minutes. What a manifest records can be repeated: every setting of the run,
@@ -37,58 +37,49 @@ def _start_model(model: Path, manifest: dict[str, Any], init: Path | None) -> Pa
     recorded = manifest.get("init")
     if not recorded:
         if init is not None:
-            raise UserError(f"--recipe {model}: it was not fine-tuned from another model; drop --init")
+            raise UserError(f"--config {model}: it was not fine-tuned from another model; drop --init")
         return None
     want = str(recorded.get("actor_sha256", ""))
     path = init if init is not None else Path(str(recorded.get("path", "")))
     have = actor_sha256(path)
     if have != want:
         found = f"{path} has no model" if have is None else f"{path} holds another model"
-        raise UserError(f"--recipe {model}: it was fine-tuned from the model whose {MODEL_FILE} has sha256 "
+        raise UserError(f"--config {model}: it was fine-tuned from the model whose {MODEL_FILE} has sha256 "
                         f"{want}…, and {found}; pass --init with that model's directory")
     return path
 
 
 def recipe_args(model: Path, out: Path, *, init: Path | None = None, workers: int = 0,
-                max_iterations: int = 0, heldout_windows: int | None = None,
-                starvation_reference: str | None = None,
-                progress: bool = False) -> tuple[TrainArgs, list[str]]:
+                heldout_windows: int | None = None, progress: bool = False) -> tuple[TrainArgs, list[str]]:
     """``TrainArgs`` that repeat ``model``'s run into ``out``, and notes on what may keep the result
-    from being the same (settings the manifest predates, another rollout guard, another torch).
-    ``starvation_reference`` supplies the guard of a run whose manifest predates recording it."""
+    from being the same (settings the manifest predates, another rollout guard, another torch)."""
     manifest = read_manifest(model)
     hp = manifest.get("hyperparameters")
     done = manifest.get("iterations")
     if not isinstance(hp, dict) or not isinstance(done, int) or not manifest.get("trace"):
-        raise UserError(f"--recipe {model}: its manifest records no hyperparameters or iteration count "
+        raise UserError(f"--config {model}: its manifest records no hyperparameters or iteration count "
                         "(made by an older version); train it again with the command in its docs")
     if done < 1:
-        raise UserError(f"--recipe {model}: it records {done} iterations, nothing to repeat")
+        raise UserError(f"--config {model}: it records {done} iterations, nothing to repeat")
     for key, kept in RETIRED.items():
         if hp.get(key, kept) != kept:
-            raise UserError(f"--recipe {model}: it was trained with {key} {hp[key]!r}, which this version no "
+            raise UserError(f"--config {model}: it was trained with {key} {hp[key]!r}, which this version no "
                             "longer runs; it cannot be repeated")
     fields = {f.name for f in dataclasses.fields(TrainArgs)} - NOT_RECIPE
     notes = []
-    supplied = {"starvation_reference"} if starvation_reference else set()
-    missing = sorted(fields - hp.keys() - ADDED_OFF - supplied)
+    missing = sorted(fields - hp.keys() - ADDED_OFF)
     if missing:
         notes.append(f"its manifest predates {', '.join(missing)}: this run uses the defaults")
     unknown = sorted(hp.keys() - fields - NOT_RECIPE - RETIRED.keys() - RETIRED_WITH)
     if unknown:
         notes.append(f"this version has no {', '.join(unknown)}: ignored")
     settings = {k: v for k, v in hp.items() if k in fields}
-    if starvation_reference is not None:
-        if "starvation_reference" in hp:
-            raise UserError(f"--starvation-reference: {model} records its own "
-                            f"({hp['starvation_reference']}); drop it")
-        settings["starvation_reference"] = starvation_reference
     if heldout_windows is not None:
         settings["heldout_windows"] = heldout_windows
     args = TrainArgs(trace=str(manifest["trace"]), out=out, opts=dict(manifest.get("trace_options") or {}),
                      cluster=manifest.get("cluster"),
                      init=_start_model(model, manifest, init), workers=workers, progress=progress,
-                     max_iterations=max_iterations or done, **settings)
+                     max_iterations=done, **settings)
     rollouts = manifest.get("rollouts")
     now = rollout_settings(args)
     if rollouts is None:
