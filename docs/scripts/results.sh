@@ -50,24 +50,24 @@ fi
 # docs/results/bf500-traces/RULE.md): the testbed model as it was fine-tuned from T1 under them (`rltune
 # train --init`), judged against T1 on 40 windows of a fresh testbed trace (seed 4) under both backfills,
 # then every model on the held-out windows under 500 reservations (reported, not used). T1 is named as
-# models/testbed-multifactor (shipped at the time; the same actor as docs/results/testbed-fresh/model-t1).
+# models/testbed-multifactor (shipped at the time; the same actor as tests/fixtures/models/testbed-t1).
 if [ -n "${BF500:-}" ]; then
   printf 'episodes = "contended"\ncem_sigma = 0.25\n' > "$CFG/finetune.toml"
   printf '[opts]\njobs = 100000\n' > "$CFG/fresh.toml"
-  "$RLTUNE" train --trace testbed --base multifactor --algo cem --init docs/results/testbed-fresh/model-t1 \
+  "$RLTUNE" train --trace testbed --base multifactor --algo cem --init tests/fixtures/models/testbed-t1 \
     --config "$CFG/finetune.toml" --episode-jobs 1024 --bf-reservations 500 --minutes 30 --seed 0 \
-    --heldout-windows 0 --out docs/results/testbed-bf500/model
+    --heldout-windows 0 --out runs/testbed-bf500-model
   fresh=(--trace testbed --config "$CFG/fresh.toml" --seed 4 --split train-recent --windows 40 --window-size 1024)
   "$RLTUNE" evaluate "${fresh[@]}" --bf-reservations 500 --out docs/results/testbed-bf500/r500 \
-    --policies multifactor,rltune:models/testbed-multifactor,rltune:docs/results/testbed-bf500/model
+    --policies multifactor,rltune:models/testbed-multifactor,rltune:runs/testbed-bf500-model
   "$RLTUNE" evaluate "${fresh[@]}" --out docs/results/testbed-bf500/easy \
-    --policies fcfs,multifactor,rltune:models/testbed-multifactor,rltune:docs/results/testbed-bf500/model
+    --policies fcfs,multifactor,rltune:models/testbed-multifactor,rltune:runs/testbed-bf500-model
   # Chosen by the rule, copied by hand to models/testbed-multifactor; then its manifest's held-out record
   # (trained with --heldout-windows 0; measured under its own backfill, 500) and, reported, the held-out
   # windows under Slurm-like reservations:
   "$RLTUNE" heldout models/testbed-multifactor --replace
   "$RLTUNE" evaluate --trace testbed --windows 10 --window-size 1024 --seed 0 --bf-reservations 500 \
-    --policies multifactor,daemon:multifactor,rltune:docs/results/testbed-fresh/model-t1,rltune:models/testbed-multifactor \
+    --policies multifactor,daemon:multifactor,rltune:tests/fixtures/models/testbed-t1,rltune:models/testbed-multifactor \
     --out docs/results/testbed-bf500/heldout-r500
   for t in alibaba philly helios; do
     b=$(base_of "$t"); extra=""; [ "$t" = helios ] && extra="unicep,"

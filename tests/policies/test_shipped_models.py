@@ -90,8 +90,8 @@ def test_a_shipped_models_recorded_rollouts_are_what_its_recipe_runs(path: Path,
     manifest = read_manifest(path)
     assert manifest.get("rollouts"), "every shipped model records its rollouts (rltune train --config MODEL)"
     init = manifest.get("init")
-    # the testbed model was fine-tuned from T1, which has moved from where its manifest says
-    start = Path(__file__).resolve().parents[2] / "docs/results/testbed-fresh/model-t1" if init else None
+    # the testbed model was fine-tuned from T1, kept as a test fixture (its manifest names where it was then)
+    start = Path(__file__).resolve().parents[2] / "tests/fixtures/models/testbed-t1" if init else None
     args, notes = recipe_args(path, tmp_path / "x", init=start)
     assert rollout_settings(args) == manifest["rollouts"]
     assert args.starvation_reference == manifest["hyperparameters"]["starvation_reference"]

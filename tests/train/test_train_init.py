@@ -5,6 +5,7 @@ in the manifest, and refuses a model that does not fit the run with one line bef
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -84,8 +85,7 @@ def _legacy_model(root: Path) -> Path:
     ({"init": Path("no/such/model")}, "does not exist"),
     ({"warm_start_episodes": 2}, "starts from that model's weights: drop warm_start_episodes"),
     ({"algo": "ppo", "hidden": 64}, "its actor's layers are 9-1, this run's 9-64-32-1; set hidden = 0"),
-    ({"init": Path("docs/results/cem/model-testbed")},
-     "is a residual model (reach 8), which this version no longer runs: retrain it"),
+    ({"init": "residual"}, "is a residual model (reach 8), which this version no longer runs: retrain it"),
     ({"init": Path("models/philly-sjf-naive"), "base": "sjf"},
      "it reads 'naive' features; set features = 'naive'"),
     ({"init": "ppo-shaped"}, "its actor's layers are 9-64-32-1, this run's 9-1; set hidden = 64 "
@@ -99,6 +99,12 @@ def test_a_model_that_does_not_fit_is_refused_before_any_work(tmp_path: Path, kw
         kw = {"init": tmp_path / "ppo-shaped"}
     elif kw.get("init") == "legacy":
         kw = {"init": _legacy_model(tmp_path)}
+    elif kw.get("init") == "residual":  # as earlier versions trained them (manifest reach > 0)
+        residual = tmp_path / "residual"
+        shutil.copytree(SHIPPED, residual)
+        manifest = json.loads((residual / "manifest.json").read_text())
+        (residual / "manifest.json").write_text(json.dumps({**manifest, "reach": 8}))
+        kw = {"init": residual}
     assert needle in refusal(tmp_path / "m", **{**CEM, **kw})
 
 

@@ -3,8 +3,8 @@
 A results file records every setting ``rltune evaluate`` had when it was written. Settings added
 later are absent from older files, and their defaults have moved since (the guard's stretch was 0,
 its reference Slurm's priority order, backfill EASY), so "absent" means "the value runs had before the
-setting existed", never "today's default". The report and docs/scripts/results_md.py read them through
-here so both say the same about an old run.
+setting existed", never "today's default". The report reads them through
+here, so it describes an old run as it ran.
 """
 
 from __future__ import annotations

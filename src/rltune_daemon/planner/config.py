@@ -14,7 +14,7 @@ INTERVAL_DEFAULT = 60.0
 REACT_DEFAULT = 5.0
 # The starvation guard (PlannerConfig): kept below its multifactor position at most
 # max(4 h, 2 × time limit), never beyond 7 days. The stretch was chosen on training-split windows
-# (docs/results.md, "Starvation guard").
+# (docs/research.md, "Starvation guard").
 STARVATION_SECONDS_DEFAULT = 4 * 3600.0
 STARVATION_STRETCH_DEFAULT = 2.0
 STARVATION_STRETCH_MAX = 1000.0  # beyond this the cap alone decides; a larger value is a typo
@@ -22,7 +22,7 @@ STARVATION_CAP_DEFAULT = 7 * 86400.0
 # What "kept back" is measured against: Slurm's own (multifactor) order, submit order, or both (a job
 # below either of its two positions is kept back and goes back to the earlier one). Both by default: on
 # training-split windows of all four traces it tied with multifactor order alone in mean BSLD and wait
-# (docs/results.md, "Guard measured against submit order too").
+# (docs/research.md, "Guard measured against submit order too").
 GuardReference = Literal["priority", "submit", "both"]
 GUARD_REFERENCES: tuple[GuardReference, ...] = ("priority", "submit", "both")
 STARVATION_REFERENCE_DEFAULT: GuardReference = "both"
