@@ -217,12 +217,27 @@ def test_cluster_files(fixtures: Path, tmp_path: Path) -> None:
     assert clusterfile.load(f).resource == "cpu"
 
 
+def test_cluster_by_bundled_name(fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--cluster NAME`` lends a bundled trace's default cluster; a file of that name still wins."""
+    from rltune_daemon.traces import helios, testbed
+
+    w = load_workload(str(fixtures / "sacct_testbed.txt"), cluster="testbed")
+    assert w.cluster == testbed.cluster() and w.meta["cluster_inferred"] is False
+    assert load_workload("testbed", jobs=50, cluster="HELIOS").cluster == helios.cluster()
+    for name in ("philly", "alibaba", "alibaba-openb"):  # each builds without its trace's jobs
+        assert load_workload(str(fixtures / "jobs.csv"), cluster=name).cluster.total_gpus > 0
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "philly").write_text("solo,1,p100,8,48,480000\n")
+    assert load_workload("testbed", jobs=50, cluster="philly").cluster.name == "philly"
+    assert [n.name for n in load_workload("testbed", jobs=50, cluster="philly").cluster.nodes] == ["solo-1"]
+
+
 def test_missing_and_unknown(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"^/no/such.swf: no such trace file or trace name"):
         load_workload("/no/such.swf")
     with pytest.raises(UserError, match=r"no such file"):
         load_workload("philly", path=str(tmp_path / "missing.csv"))
-    with pytest.raises(UserError, match=r"no such file"):
+    with pytest.raises(UserError, match=r"no such cluster file or bundled cluster name \(names: philly, "):
         load_workload("testbed", cluster=str(tmp_path / "missing.nodes"))
     odd = tmp_path / "odd.txt"
     odd.write_text("hello world\n")

@@ -68,9 +68,20 @@ def test_cli_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--opt wants key=value" in capsys.readouterr().err
 
 
+def test_cli_cluster_by_name(capsys: pytest.CaptureFixture[str], fixtures: Path) -> None:
+    assert main(["trace", "stats", str(fixtures / "jobs.csv"), "--cluster", "testbed", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cluster"]["total_gpus"] == 13
+    assert main(["trace", "stats", "testbed", "--cluster", "nowhere"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("error: --cluster nowhere: no such cluster file or bundled cluster name (names: "
+                          "philly, helios, alibaba, alibaba-openb, testbed")
+
+
 def test_cli_list_fit_export(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["trace", "list"]) == 0
-    assert "alibaba-openb" in capsys.readouterr().out
+    listed = capsys.readouterr().out
+    assert "alibaba-openb" in listed and "--cluster NAME" in listed
     assert main(["trace", "fit", "testbed"]) == 0
     assert "Produced by `rltune trace fit testbed --seed 0`" in capsys.readouterr().out
     assert main(["trace", "fit", "alibaba", "--jobs", "2000", "--json"]) == 0

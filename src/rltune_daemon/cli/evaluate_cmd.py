@@ -46,7 +46,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="which windows are drawn, and the estimate model's seed: same seed, same numbers")
     p.add_argument("--estimates", choices=("oracle", "user", "trace"), default="user",
                    help="requested-time model every policy sees (default: user)")
-    p.add_argument("--cluster", default=None, metavar="PATH", help="cluster file for sacct/CSV traces")
+    p.add_argument("--cluster", default=None, metavar="PATH|NAME",
+                   help="cluster file for sacct/CSV traces, or a bundled trace's name for its cluster")
     p.add_argument("--engine", default="local", metavar="local|slurm[:PARTITION]",
                    help="where the runs execute: this machine (default) or a Slurm job array through "
                         "submitit, one CPU per task, same numbers (needs a filesystem every node sees); "

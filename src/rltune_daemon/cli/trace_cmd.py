@@ -20,6 +20,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     else:
         for name, summary in names.items():
             print(f"{name:<14} {summary}")
+        print("(each name also works as --cluster NAME: that trace's default cluster under another trace)")
     return 0
 
 
