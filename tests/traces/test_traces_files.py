@@ -33,6 +33,7 @@ def test_swf(fixtures: Path) -> None:
         "cap_s": 86400.0,
         "filled_by_user_model": 1,
         "raised_to_runtime": 1,
+        "chosen": "default",  # no --estimates: the file's own limits, as it has some
     }
     assert w.meta["header"]["MaxNodes"] == "4"
 

@@ -60,6 +60,39 @@ def test_cli_stats(capsys: pytest.CaptureFixture[str], fixtures: Path) -> None:
     assert "estimates: oracle" in capsys.readouterr().out
 
 
+def test_cli_stats_says_which_estimate_model_ran_and_why(capsys: pytest.CaptureFixture[str],
+                                                         fixtures: Path, tmp_path: Path) -> None:
+    """An SWF without requested times gets the user model by default: stats says so, and says when the
+    file's own limits ran instead, with what was filled or raised."""
+    bare = tmp_path / "bare.swf"
+    bare.write_text("; MaxNodes: 2\n; MaxProcs: 8\n1 0 0 100 2 -1 -1 2 -1 -1 1 1 1 -1 1 -1 -1 -1\n"
+                    "2 10 0 50 2 -1 -1 2 -1 -1 1 1 1 -1 1 -1 -1 -1\n")
+    assert main(["trace", "stats", str(bare)]) == 0
+    text = capsys.readouterr().out
+    note = "user: modelled requests; the default, as the trace records no requested times"
+    assert f"time limits  {note}\n" in text
+    assert main(["trace", "stats", str(bare), "--estimates", "oracle", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["estimates_note"] == "oracle: time limit = runtime"
+    assert main(["trace", "stats", str(fixtures / "small.swf")]) == 0
+    text = capsys.readouterr().out
+    assert ("time limits  trace: the trace's own requested times; the default where a trace records them; "
+            "1 unknown filled by the user model; 1 raised to the runtime\n") in text
+
+
+def test_cli_stats_and_export_count_dropped_jobs_by_reason(capsys: pytest.CaptureFixture[str],
+                                                           fixtures: Path, tmp_path: Path) -> None:
+    assert main(["trace", "stats", str(fixtures / "small.swf")]) == 0
+    # job 4 ran 0 s, job 5 asks 32 processors of a 4 x 4 machine
+    assert "dropped      2 of 7 jobs: infeasible 1, runtime_not_positive 1\n" in capsys.readouterr().out
+    assert main(["trace", "stats", "testbed", "--opt", "jobs=50"]) == 0
+    assert "dropped      none\n" in capsys.readouterr().out
+    out = tmp_path / "sacct.csv"
+    assert main(["trace", "export", str(fixtures / "sacct_testbed.txt"), "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "dropped at load: 11 of 16 jobs: never_started 11" in printed
+    assert "time limits: trace: the trace's own requested times; the default where" in printed
+
+
 def test_cli_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["trace", "stats", "/no/file.swf"]) == 2
     err = capsys.readouterr().err

@@ -20,7 +20,7 @@ from rltune_daemon.cli.common import add_bf_reservations
 from rltune_daemon.cli.settings import read_settings
 from rltune_daemon.errors import UserError
 from rltune_daemon.evaluate.engines import parse_engine
-from rltune_daemon.evaluate.report import fallback_note, markdown_table, write_results
+from rltune_daemon.evaluate.report import fallback_note, load_line, markdown_table, write_results
 from rltune_daemon.evaluate.runner import EvalConfig, evaluate
 from rltune_daemon.evaluate.verdict import verdict
 from rltune_daemon.evaluate.windows import PARTS
@@ -74,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = eval_config(args)
     engine = parse_engine(args.engine, (args.out or Path.cwd()) / "slurm-jobs")
     results = evaluate(cfg, progress=sys.stderr.isatty(), engine=engine)
+    print(f"{cfg.trace}: {load_line(results['config'])}")
     print(markdown_table(results, baseline="fcfs" if "fcfs" in cfg.policies else cfg.policies[0]))
     note = fallback_note(results)
     if note:

@@ -117,7 +117,7 @@ def load_workload(
     named = _NAMED.get(spec.lower())
     if named is not None:
         ctx = LoadContext(Options(spec.lower(), opts), seed, estimates, spec_cluster, named.cap)
-        return named.load(ctx)
+        return _chosen(named.load(ctx), estimates)
     path = Path(spec)
     if not path.exists():
         raise UserError(f"{spec}: no such trace file or trace name (names: {', '.join(TRACE_NAMES)})")
@@ -125,10 +125,17 @@ def load_workload(
     kind = detect_format(path, text)
     ctx = LoadContext(Options(f"{path.name} ({kind})", opts), seed, estimates, spec_cluster)
     if kind == "swf":
-        return swf.load(ctx, text, str(path))
+        return _chosen(swf.load(ctx, text, str(path)), estimates)
     if kind == "sacct":
-        return sacct.load(ctx, text, str(path))
-    return csvfile.load(ctx, text, str(path))
+        return _chosen(sacct.load(ctx, text, str(path)), estimates)
+    return _chosen(csvfile.load(ctx, text, str(path)), estimates)
+
+
+def _chosen(workload: Workload, estimates: str | None) -> Workload:
+    """Record whether the caller named the estimate model or the trace's default picked it: a file
+    without requested times silently gets the user model otherwise, and the reports say which ran."""
+    workload.meta.setdefault("estimates", {})["chosen"] = "default" if estimates is None else "asked"
+    return workload
 
 
 def detect_format(path: Path, text: str) -> str:
