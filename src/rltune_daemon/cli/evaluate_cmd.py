@@ -54,9 +54,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "array tasks: the config's jobs (default: one per run, at most 32)")
     p.add_argument("--split", choices=PARTS, default="held-out",
                    help="where the windows come from: the held-out tail (default, for reporting), the "
-                        "training part, the training part's own tail (temporal validation), or the training "
-                        "part's last windows x window-size jobs as disjoint windows (train-recent): the last "
-                        "three choose settings and models without touching the held-out windows")
+                        "training part, the training part's own tail (temporal validation), the training "
+                        "part's last windows x window-size jobs as disjoint windows (train-recent): those "
+                        "three choose settings and models without touching the held-out windows; all: the "
+                        "whole trace, for one too short to hold a tail out (nothing is held out)")
     add_bf_reservations(p)
     p.add_argument("--out", type=Path, default=None, help="directory for results.json/.md and plots")
     p.add_argument("--config", type=Path, default=None, metavar="FILE",

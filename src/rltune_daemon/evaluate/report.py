@@ -122,7 +122,8 @@ def load_line(cfg: dict[str, Any]) -> str:
 
 SPLIT_TEXT = {"held-out": "held-out last 10 %", "train": "training part (first 90 %)",
               "train-tail": "training part's tail (81-90 %, temporal validation)",
-              "train-recent": "training part's last jobs, disjoint windows end to end"}
+              "train-recent": "training part's last jobs, disjoint windows end to end",
+              "all": "whole trace (nothing held out)"}
 
 
 def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path]:

@@ -74,7 +74,8 @@ class EvalConfig:
     starvation_stretch: float = STARVATION_STRETCH_DEFAULT  # daemon mode: guard after stretch × time limit
     starvation_reference: str = STARVATION_REFERENCE_DEFAULT  # daemon mode: kept back below which position
     milp: bool = True  # learned policies place their top K with the MILP (False: Slurm's greedy default)
-    split: str = "held-out"  # "train", "train-tail", "train-recent": training windows, for choosing
+    split: str = "held-out"  # "train", "train-tail", "train-recent": training windows, for choosing;
+    # "all": the whole trace
     bf_reservations: int = 1  # blocked jobs per partition the simulator's backfill reserves for (1: EASY)
 
     def trace_opts(self) -> dict[str, str]:
