@@ -165,6 +165,36 @@ def test_csv(fixtures: Path) -> None:
     assert w.cluster.partition_names == ("gpu", "debug")
 
 
+def test_jobs_without_partition_on_a_cluster_of_several(fixtures: Path, tmp_path: Path) -> None:
+    """Jobs that name no partition go nowhere by guesswork where the cluster has several: an error naming
+    the fix, or the ``default_partition`` option; a one-partition cluster takes them as before."""
+    f = tmp_path / "jobs.csv"
+    f.write_text("id,submit,runtime,gpus,partition\na,0,60,1,gpu\nb,10,60,1,\nc,20,60,1,\nd,30,60,1,debug\n")
+    several = str(fixtures / "cluster.csv")  # partitions gpu, debug
+    with pytest.raises(UserError) as err:
+        load_workload(str(f), cluster=several)
+    assert str(err.value) == (
+        "jobs.csv (csv): 2 jobs have no partition and the cluster has partitions gpu, debug: add a "
+        "partition column to the trace, or map them with the trace option default_partition=gpu "
+        "(--opt default_partition=gpu)"
+    )
+    w = load_workload(str(f), cluster=several, default_partition="debug")
+    assert [j.partition for j in w.jobs] == ["gpu", "debug", "debug", "debug"]
+    assert w.meta["partition_defaulted"] == 2
+    with pytest.raises(UserError, match=r"default_partition='cpu' is not a partition of the cluster "
+                                        r"\(partitions: gpu, debug\)"):
+        load_workload(str(f), cluster=several, default_partition="cpu")
+    one = load_workload(str(f), cluster=str(fixtures / "scontrol_testbed_nodes.txt"))
+    assert [j.partition for j in one.jobs] == ["gpu", "", "", ""]  # the only partition: as before
+    assert one.meta["partition_remapped"] == 1  # debug: not there
+    # a cluster inferred from the jobs has every node in every partition: the first serves, as before
+    inferred = load_workload(str(f))
+    assert inferred.cluster.partition_names == ("gpu", "debug")
+    assert [j.partition for j in inferred.jobs] == ["gpu", "", "", "debug"]
+    # a trace whose jobs all name a partition is untouched by the rule
+    assert load_workload(str(fixtures / "jobs.csv"), cluster=several).meta.get("partition_defaulted") is None
+
+
 def test_csv_round_trip(tmp_path: Path) -> None:
     w = load_workload("testbed", jobs=200, seed=5)
     write_csv(w, tmp_path / "tb.csv")

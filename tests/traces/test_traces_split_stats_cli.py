@@ -93,6 +93,23 @@ def test_cli_stats_and_export_count_dropped_jobs_by_reason(capsys: pytest.Captur
     assert "time limits: trace: the trace's own requested times; the default where" in printed
 
 
+def test_cli_jobs_without_partition_name_the_fix(capsys: pytest.CaptureFixture[str], fixtures: Path,
+                                                 tmp_path: Path) -> None:
+    f = tmp_path / "jobs.csv"
+    f.write_text("id,submit,runtime,gpus\na,0,60,1\nb,10,60,2\n")
+    assert main(["trace", "stats", str(f), "--cluster", str(fixtures / "cluster.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "2 jobs have no partition" in err and "--opt default_partition=gpu" in err
+    assert main(["trace", "stats", str(f), "--cluster", str(fixtures / "cluster.csv"), "--opt",
+                 "default_partition=debug", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["jobs"] == 1  # debug holds only m40-1: the 2-GPU job drops
+    # one partition: they run there; a partition the cluster lacks is remapped, and stats says so
+    f.write_text("id,submit,runtime,gpus,partition\na,0,60,1,\nb,10,60,2,debug\n")
+    assert main(["trace", "stats", str(f), "--cluster", str(fixtures / "scontrol_testbed_nodes.txt")]) == 0
+    assert "remapped     1 jobs name a partition the cluster lacks: run in its first, gpu" in (
+        capsys.readouterr().out)
+
+
 def test_cli_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["trace", "stats", "/no/file.swf"]) == 2
     err = capsys.readouterr().err

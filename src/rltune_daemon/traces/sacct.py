@@ -185,6 +185,7 @@ def load(ctx: LoadContext, text: str, path: str) -> Workload:
     raw = drop_cpu_only(raw, resource)
     cluster = ctx.cluster or from_raw("sacct", raw, resource, path)
     meta = {"source": path, "format": "sacct", "resource": resource, "cluster_inferred": ctx.cluster is None}
+    raw = ctx.partitions(raw, cluster, inferred=ctx.cluster is None)
     return assemble(
         "sacct", cluster, raw, estimates=ctx.estimates(raw, path), seed=ctx.seed, cap=cap, meta=meta
     )
