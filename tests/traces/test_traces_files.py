@@ -33,6 +33,7 @@ def test_swf(fixtures: Path) -> None:
         "cap_s": 86400.0,
         "filled_by_user_model": 1,
         "raised_to_runtime": 1,
+        "chosen": "default",  # no --estimates: the file's own limits, as it has some
     }
     assert w.meta["header"]["MaxNodes"] == "4"
 
@@ -164,6 +165,36 @@ def test_csv(fixtures: Path) -> None:
     assert w.cluster.partition_names == ("gpu", "debug")
 
 
+def test_jobs_without_partition_on_a_cluster_of_several(fixtures: Path, tmp_path: Path) -> None:
+    """Jobs that name no partition go nowhere by guesswork where the cluster has several: an error naming
+    the fix, or the ``default_partition`` option; a one-partition cluster takes them as before."""
+    f = tmp_path / "jobs.csv"
+    f.write_text("id,submit,runtime,gpus,partition\na,0,60,1,gpu\nb,10,60,1,\nc,20,60,1,\nd,30,60,1,debug\n")
+    several = str(fixtures / "cluster.csv")  # partitions gpu, debug
+    with pytest.raises(UserError) as err:
+        load_workload(str(f), cluster=several)
+    assert str(err.value) == (
+        "jobs.csv (csv): 2 jobs have no partition and the cluster has partitions gpu, debug: add a "
+        "partition column to the trace, or map them with the trace option default_partition=gpu "
+        "(--opt default_partition=gpu)"
+    )
+    w = load_workload(str(f), cluster=several, default_partition="debug")
+    assert [j.partition for j in w.jobs] == ["gpu", "debug", "debug", "debug"]
+    assert w.meta["partition_defaulted"] == 2
+    with pytest.raises(UserError, match=r"default_partition='cpu' is not a partition of the cluster "
+                                        r"\(partitions: gpu, debug\)"):
+        load_workload(str(f), cluster=several, default_partition="cpu")
+    one = load_workload(str(f), cluster=str(fixtures / "scontrol_testbed_nodes.txt"))
+    assert [j.partition for j in one.jobs] == ["gpu", "", "", ""]  # the only partition: as before
+    assert one.meta["partition_remapped"] == 1  # debug: not there
+    # a cluster inferred from the jobs has every node in every partition: the first serves, as before
+    inferred = load_workload(str(f))
+    assert inferred.cluster.partition_names == ("gpu", "debug")
+    assert [j.partition for j in inferred.jobs] == ["gpu", "", "", "debug"]
+    # a trace whose jobs all name a partition is untouched by the rule
+    assert load_workload(str(fixtures / "jobs.csv"), cluster=several).meta.get("partition_defaulted") is None
+
+
 def test_csv_round_trip(tmp_path: Path) -> None:
     w = load_workload("testbed", jobs=200, seed=5)
     write_csv(w, tmp_path / "tb.csv")
@@ -217,12 +248,27 @@ def test_cluster_files(fixtures: Path, tmp_path: Path) -> None:
     assert clusterfile.load(f).resource == "cpu"
 
 
+def test_cluster_by_bundled_name(fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--cluster NAME`` lends a bundled trace's default cluster; a file of that name still wins."""
+    from rltune_daemon.traces import helios, testbed
+
+    w = load_workload(str(fixtures / "sacct_testbed.txt"), cluster="testbed")
+    assert w.cluster == testbed.cluster() and w.meta["cluster_inferred"] is False
+    assert load_workload("testbed", jobs=50, cluster="HELIOS").cluster == helios.cluster()
+    for name in ("philly", "alibaba", "alibaba-openb"):  # each builds without its trace's jobs
+        assert load_workload(str(fixtures / "jobs.csv"), cluster=name).cluster.total_gpus > 0
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "philly").write_text("solo,1,p100,8,48,480000\n")
+    assert load_workload("testbed", jobs=50, cluster="philly").cluster.name == "philly"
+    assert [n.name for n in load_workload("testbed", jobs=50, cluster="philly").cluster.nodes] == ["solo-1"]
+
+
 def test_missing_and_unknown(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"^/no/such.swf: no such trace file or trace name"):
         load_workload("/no/such.swf")
     with pytest.raises(UserError, match=r"no such file"):
         load_workload("philly", path=str(tmp_path / "missing.csv"))
-    with pytest.raises(UserError, match=r"no such file"):
+    with pytest.raises(UserError, match=r"no such cluster file or bundled cluster name \(names: philly, "):
         load_workload("testbed", cluster=str(tmp_path / "missing.nodes"))
     odd = tmp_path / "odd.txt"
     odd.write_text("hello world\n")

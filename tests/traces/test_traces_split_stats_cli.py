@@ -60,6 +60,56 @@ def test_cli_stats(capsys: pytest.CaptureFixture[str], fixtures: Path) -> None:
     assert "estimates: oracle" in capsys.readouterr().out
 
 
+def test_cli_stats_says_which_estimate_model_ran_and_why(capsys: pytest.CaptureFixture[str],
+                                                         fixtures: Path, tmp_path: Path) -> None:
+    """An SWF without requested times gets the user model by default: stats says so, and says when the
+    file's own limits ran instead, with what was filled or raised."""
+    bare = tmp_path / "bare.swf"
+    bare.write_text("; MaxNodes: 2\n; MaxProcs: 8\n1 0 0 100 2 -1 -1 2 -1 -1 1 1 1 -1 1 -1 -1 -1\n"
+                    "2 10 0 50 2 -1 -1 2 -1 -1 1 1 1 -1 1 -1 -1 -1\n")
+    assert main(["trace", "stats", str(bare)]) == 0
+    text = capsys.readouterr().out
+    note = "user: modelled requests; the default, as the trace records no requested times"
+    assert f"time limits  {note}\n" in text
+    assert main(["trace", "stats", str(bare), "--estimates", "oracle", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["estimates_note"] == "oracle: time limit = runtime"
+    assert main(["trace", "stats", str(fixtures / "small.swf")]) == 0
+    text = capsys.readouterr().out
+    assert ("time limits  trace: the trace's own requested times; the default where a trace records them; "
+            "1 unknown filled by the user model; 1 raised to the runtime\n") in text
+
+
+def test_cli_stats_and_export_count_dropped_jobs_by_reason(capsys: pytest.CaptureFixture[str],
+                                                           fixtures: Path, tmp_path: Path) -> None:
+    assert main(["trace", "stats", str(fixtures / "small.swf")]) == 0
+    # job 4 ran 0 s, job 5 asks 32 processors of a 4 x 4 machine
+    assert "dropped      2 of 7 jobs: infeasible 1, runtime_not_positive 1\n" in capsys.readouterr().out
+    assert main(["trace", "stats", "testbed", "--opt", "jobs=50"]) == 0
+    assert "dropped      none\n" in capsys.readouterr().out
+    out = tmp_path / "sacct.csv"
+    assert main(["trace", "export", str(fixtures / "sacct_testbed.txt"), "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "dropped at load: 11 of 16 jobs: never_started 11" in printed
+    assert "time limits: trace: the trace's own requested times; the default where" in printed
+
+
+def test_cli_jobs_without_partition_name_the_fix(capsys: pytest.CaptureFixture[str], fixtures: Path,
+                                                 tmp_path: Path) -> None:
+    f = tmp_path / "jobs.csv"
+    f.write_text("id,submit,runtime,gpus\na,0,60,1\nb,10,60,2\n")
+    assert main(["trace", "stats", str(f), "--cluster", str(fixtures / "cluster.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "2 jobs have no partition" in err and "--opt default_partition=gpu" in err
+    assert main(["trace", "stats", str(f), "--cluster", str(fixtures / "cluster.csv"), "--opt",
+                 "default_partition=debug", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["jobs"] == 1  # debug holds only m40-1: the 2-GPU job drops
+    # one partition: they run there; a partition the cluster lacks is remapped, and stats says so
+    f.write_text("id,submit,runtime,gpus,partition\na,0,60,1,\nb,10,60,2,debug\n")
+    assert main(["trace", "stats", str(f), "--cluster", str(fixtures / "scontrol_testbed_nodes.txt")]) == 0
+    assert "remapped     1 jobs name a partition the cluster lacks: run in its first, gpu" in (
+        capsys.readouterr().out)
+
+
 def test_cli_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["trace", "stats", "/no/file.swf"]) == 2
     err = capsys.readouterr().err
@@ -68,9 +118,20 @@ def test_cli_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--opt wants key=value" in capsys.readouterr().err
 
 
+def test_cli_cluster_by_name(capsys: pytest.CaptureFixture[str], fixtures: Path) -> None:
+    assert main(["trace", "stats", str(fixtures / "jobs.csv"), "--cluster", "testbed", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cluster"]["total_gpus"] == 13
+    assert main(["trace", "stats", "testbed", "--cluster", "nowhere"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("error: --cluster nowhere: no such cluster file or bundled cluster name (names: "
+                          "philly, helios, alibaba, alibaba-openb, testbed")
+
+
 def test_cli_list_fit_export(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["trace", "list"]) == 0
-    assert "alibaba-openb" in capsys.readouterr().out
+    listed = capsys.readouterr().out
+    assert "alibaba-openb" in listed and "--cluster NAME" in listed
     assert main(["trace", "fit", "testbed"]) == 0
     assert "Produced by `rltune trace fit testbed --seed 0`" in capsys.readouterr().out
     assert main(["trace", "fit", "alibaba", "--jobs", "2000", "--json"]) == 0

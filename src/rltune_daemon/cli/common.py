@@ -63,9 +63,10 @@ def add_load_args(p: argparse.ArgumentParser, positional: bool = True) -> None:
     p.add_argument(
         "--cluster",
         default=None,
-        metavar="PATH",
+        metavar="PATH|NAME",
         help="cluster file (CSV prefix,count,gpu_type,gpus,cpus,mem_mb[,partition] or "
-        "'scontrol -o show node' output)",
+        "'scontrol -o show node' output), or a bundled trace's name for its cluster "
+        "(see 'rltune trace list')",
     )
     p.add_argument(
         "--opt",

@@ -20,7 +20,7 @@ from rltune_daemon.cli.common import add_bf_reservations
 from rltune_daemon.cli.settings import read_settings
 from rltune_daemon.errors import UserError
 from rltune_daemon.evaluate.engines import parse_engine
-from rltune_daemon.evaluate.report import fallback_note, markdown_table, write_results
+from rltune_daemon.evaluate.report import fallback_note, load_line, markdown_table, write_results
 from rltune_daemon.evaluate.runner import EvalConfig, evaluate
 from rltune_daemon.evaluate.verdict import verdict
 from rltune_daemon.evaluate.windows import PARTS
@@ -46,16 +46,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="which windows are drawn, and the estimate model's seed: same seed, same numbers")
     p.add_argument("--estimates", choices=("oracle", "user", "trace"), default="user",
                    help="requested-time model every policy sees (default: user)")
-    p.add_argument("--cluster", default=None, metavar="PATH", help="cluster file for sacct/CSV traces")
+    p.add_argument("--cluster", default=None, metavar="PATH|NAME",
+                   help="cluster file for sacct/CSV traces, or a bundled trace's name for its cluster")
     p.add_argument("--engine", default="local", metavar="local|slurm[:PARTITION]",
                    help="where the runs execute: this machine (default) or a Slurm job array through "
                         "submitit, one CPU per task, same numbers (needs a filesystem every node sees); "
                         "array tasks: the config's jobs (default: one per run, at most 32)")
     p.add_argument("--split", choices=PARTS, default="held-out",
                    help="where the windows come from: the held-out tail (default, for reporting), the "
-                        "training part, the training part's own tail (temporal validation), or the training "
-                        "part's last windows x window-size jobs as disjoint windows (train-recent): the last "
-                        "three choose settings and models without touching the held-out windows")
+                        "training part, the training part's own tail (temporal validation), the training "
+                        "part's last windows x window-size jobs as disjoint windows (train-recent): those "
+                        "three choose settings and models without touching the held-out windows; all: the "
+                        "whole trace, for one too short to hold a tail out (nothing is held out)")
     add_bf_reservations(p)
     p.add_argument("--out", type=Path, default=None, help="directory for results.json/.md and plots")
     p.add_argument("--config", type=Path, default=None, metavar="FILE",
@@ -73,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = eval_config(args)
     engine = parse_engine(args.engine, (args.out or Path.cwd()) / "slurm-jobs")
     results = evaluate(cfg, progress=sys.stderr.isatty(), engine=engine)
+    print(f"{cfg.trace}: {load_line(results['config'])}")
     print(markdown_table(results, baseline="fcfs" if "fcfs" in cfg.policies else cfg.policies[0]))
     note = fallback_note(results)
     if note:

@@ -10,7 +10,7 @@ from rltune_daemon.cli.common import add_load_args, load_from_args, print_json
 from rltune_daemon.traces import fit, trace_stats
 from rltune_daemon.traces.export import write_cluster, write_csv
 from rltune_daemon.traces.registry import describe_traces
-from rltune_daemon.traces.stats import format_stats
+from rltune_daemon.traces.stats import dropped_note, estimates_note, format_stats
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -20,6 +20,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     else:
         for name, summary in names.items():
             print(f"{name:<14} {summary}")
+        print("(each name also works as --cluster NAME: that trace's default cluster under another trace)")
     return 0
 
 
@@ -45,6 +46,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     workload = load_from_args(args)
     n = write_csv(workload, args.output)
     print(f"wrote {n} jobs to {args.output}")
+    # the time_limit column is the model's output, not the trace's, unless the model is "trace"
+    print(f"time limits: {estimates_note(workload)}")
+    print(f"dropped at load: {dropped_note(workload.meta.get('dropped', {}), len(workload.jobs))}")
     if args.cluster_out:
         nodes = write_cluster(workload.cluster, args.cluster_out)
         print(f"wrote {nodes} nodes to {args.cluster_out} (load with --cluster {args.cluster_out})")

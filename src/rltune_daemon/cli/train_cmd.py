@@ -51,8 +51,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--estimates", choices=("oracle", "user", "trace"), default=None,
                    help="requested-time model the policies and features see (default: user, as evaluate)")
     p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="trace option")
-    p.add_argument("--cluster", default=None, metavar="PATH",
-                   help="cluster file for a sacct/CSV trace (as rltune evaluate's; the manifest records it)")
+    p.add_argument("--cluster", default=None, metavar="PATH|NAME",
+                   help="cluster file for a sacct/CSV trace, or a bundled trace's name for its cluster (as "
+                        "rltune evaluate's; the manifest records it)")
     p.add_argument("--workers", type=int, default=0, help="rollout processes (default: all cores)")
     p.add_argument("--episode-jobs", type=int, default=None,
                    help="jobs per training window (default 256; the shipped models: 1024, as the held-out "

@@ -10,6 +10,7 @@ import numpy as np
 
 from rltune_daemon.evaluate.recorded import settings_as_run
 from rltune_daemon.evaluate.verdict import verdict
+from rltune_daemon.traces.stats import dropped_note
 
 TABLE_COLS = (("bsld", "BSLD", "{:.2f}"), ("wait_mean", "wait mean (s)", "{:.0f}"),
               ("wait_p95", "wait p95 (s)", "{:.0f}"), ("wait_max", "wait max (s)", "{:.0f}"),
@@ -109,9 +110,20 @@ def fallback_note(results: dict[str, Any]) -> str | None:
             "used Slurm's default placement; docs/placement.md).")
 
 
+def load_line(cfg: dict[str, Any]) -> str:
+    """What the windows were cut from: the requested-time model that ran and the jobs dropped when the
+    trace was loaded, by reason (results written before these were recorded say only the model)."""
+    estimates = cfg.get("estimates_note") or cfg["estimates_used"]
+    if "dropped_at_load" not in cfg:
+        return f"requested times: {estimates}"
+    dropped = dropped_note(cfg["dropped_at_load"], int(cfg["jobs_loaded"]))
+    return f"requested times: {estimates}; jobs dropped at load: {dropped}"
+
+
 SPLIT_TEXT = {"held-out": "held-out last 10 %", "train": "training part (first 90 %)",
               "train-tail": "training part's tail (81-90 %, temporal validation)",
-              "train-recent": "training part's last jobs, disjoint windows end to end"}
+              "train-recent": "training part's last jobs, disjoint windows end to end",
+              "all": "whole trace (nothing held out)"}
 
 
 def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path]:
@@ -126,9 +138,9 @@ def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path
     md = [f"# Evaluation: {cfg['trace']}", "", f"Command: `{command}`", "",
           f"{cfg['windows']} windows x {cfg['window_size']} jobs from the "
           f"{SPLIT_TEXT.get(str(cfg.get('split')), SPLIT_TEXT['held-out'])} "
-          f"(seed {cfg['seed']}), requested times: {cfg['estimates_used']}, learned-policy mode: "
+          f"(seed {cfg['seed']}), learned-policy mode: "
           f"{cfg['mode']}{_interval(cfg)}, placement effects: {'off' if cfg['pure'] else 'on'}"
-          f"{_backfill(cfg)}. Means over windows.", "",
+          f"{_backfill(cfg)}. Means over windows.", "", load_line(cfg) + ".", "",
           markdown_table(results, baseline="fcfs" if "fcfs" in results["policies"] else first), "",
           "Wait max is the longest wait of any job in any window.", ""]
     note = fallback_note(results)

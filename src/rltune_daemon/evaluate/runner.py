@@ -44,6 +44,7 @@ from rltune_daemon.sim.config import SimConfig
 from rltune_daemon.sim.controller import Controller, PolicyController
 from rltune_daemon.sim.engine import Simulator
 from rltune_daemon.traces import load_workload
+from rltune_daemon.traces.stats import estimates_note
 
 # Generated traces whose default size is too small for ten held-out 1024-job windows.
 EVAL_DEFAULT_OPTS: dict[str, dict[str, str]] = {"testbed": {"jobs": "20480"}}
@@ -73,7 +74,8 @@ class EvalConfig:
     starvation_stretch: float = STARVATION_STRETCH_DEFAULT  # daemon mode: guard after stretch × time limit
     starvation_reference: str = STARVATION_REFERENCE_DEFAULT  # daemon mode: kept back below which position
     milp: bool = True  # learned policies place their top K with the MILP (False: Slurm's greedy default)
-    split: str = "held-out"  # "train", "train-tail", "train-recent": training windows, for choosing
+    split: str = "held-out"  # "train", "train-tail", "train-recent": training windows, for choosing;
+    # "all": the whole trace
     bf_reservations: int = 1  # blocked jobs per partition the simulator's backfill reserves for (1: EASY)
 
     def trace_opts(self) -> dict[str, str]:
@@ -182,7 +184,7 @@ def evaluate(cfg: EvalConfig, progress: bool = True, engine: Engine | None = Non
                 bar.update()
     bar.close()
     where = "local" if engine is None or engine.kind == "local" else f"slurm:{engine.partition}".rstrip(":")
-    return aggregate(cfg, out, time.perf_counter() - t0, workers, models, where)
+    return aggregate(cfg, out, time.perf_counter() - t0, workers, models, where, _STATE["workload"])
 
 
 REFERENCE = "multifactor"  # what Slurm does without the daemon: the yardstick for "did it hurt a job"
@@ -205,7 +207,10 @@ def job_by_job(runs: list[dict[str, Any]], reference: list[dict[str, Any]]) -> d
 
 
 def aggregate(cfg: EvalConfig, runs: list[dict[str, Any]], seconds: float, workers: int,
-              models: dict[str, dict[str, Any]] | None = None, engine: str = "local") -> dict[str, Any]:
+              models: dict[str, dict[str, Any]] | None = None, engine: str = "local",
+              workload: Workload | None = None) -> dict[str, Any]:
+    """Per-policy means over the windows and the ``config`` that says what ran: with ``workload`` (the
+    trace as loaded) the requested-time model that ran and the jobs dropped at load, by reason."""
     policies: dict[str, Any] = {}
     for spec in cfg.policies:
         mine = sorted((r for r in runs if r["policy"] == spec), key=lambda r: r["window"])
@@ -234,4 +239,9 @@ def aggregate(cfg: EvalConfig, runs: list[dict[str, Any]], seconds: float, worke
         config["starvation_seconds"] = "off"  # JSON has no infinity
     config.update(wall_seconds=seconds, workers=workers, engine=engine, daemon_multifactor=DAEMON_MULTIFACTOR,
                   estimates_used=cfg.estimates or "default", models=models or {})
+    if workload is not None:
+        # what the loader did, not what was asked: estimates=None lets the trace pick its model, and a
+        # result over fewer jobs than the trace held must say how many went and why
+        config.update(estimates_used=workload.estimates, estimates_note=estimates_note(workload),
+                      jobs_loaded=len(workload.jobs), dropped_at_load=dict(workload.meta.get("dropped", {})))
     return {"policies": policies, "config": config}

@@ -7,7 +7,9 @@ recommends, because a trace's load drifts over time and random training windows 
 models differently from the held-out tail). Windows at random starts in a short part overlap (30 windows
 of 1,024 jobs in Philly's 7,402-job tail share most of their jobs), so their paired standard error
 understates the noise; ``train-recent`` lays the windows end to end over the last ``windows x size``
-jobs of the training part instead: no job in two windows, the latest regime before the held-out tail."""
+jobs of the training part instead: no job in two windows, the latest regime before the held-out tail.
+``all`` draws the windows from the whole trace, for a trace too short to hold a tail out (a site's own
+few-week export): nothing is held out, so its numbers describe that trace, not unseen jobs."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ def window_starts(n_jobs: int, windows: int, size: int, seed: int, part: str = "
     return [int(s) for s in rng.integers(0, n_jobs - size + 1, windows)]
 
 
-PARTS = ("held-out", "train", "train-tail", "train-recent")
+PARTS = ("held-out", "train", "train-tail", "train-recent", "all")
 
 
 def heldout_windows(
@@ -38,10 +40,24 @@ def heldout_windows(
     """The history policies may learn from and the evaluation windows of ``part``: for ``held-out`` and
     ``train`` the history is the training part; for ``train-tail`` it is the training part before its
     tail, so that the tail plays the held-out tail's role one step earlier; for ``train-recent`` it is
-    the training part before the windows (``seed`` plays no part: the windows are not drawn)."""
+    the training part before the windows (``seed`` plays no part: the windows are not drawn); for ``all``
+    the history is the whole trace, windows included, as ``train``'s is the part its windows come from."""
     if part not in PARTS:
         raise ValueError(f"part must be one of {PARTS}, got {part!r}")
+    if part == "all":
+        starts = window_starts(len(workload.jobs), windows, size, seed, "whole trace")
+        wins = [workload.with_jobs(workload.jobs[s : s + size], window=k, window_start=s)
+                for k, s in enumerate(starts)]
+        return workload, wins
     train, test = split_by_time(workload, held_out)
+    if part == "held-out" and len(test.jobs) < size:
+        # the default part is the one a short trace fails first: name the way out that keeps the trace
+        raise UserError(
+            f"the held-out part (last {held_out:.0%}) has {len(test.jobs)} jobs, fewer than --window-size "
+            f"{size}: use --split all (windows from the whole trace's {len(workload.jobs)} jobs, none held "
+            "out), fewer and smaller windows, or a longer trace (for generated traces, the trace option "
+            "jobs=N)"
+        )
     if part == "train-recent":
         n, need = len(train.jobs), windows * size
         if need >= n:

@@ -241,6 +241,7 @@ def load(ctx: LoadContext) -> Workload:
     raw, meta = generate(
         spec, n, ctx.seed, target, None if math.isnan(rate) else rate, fraction, users or None
     )
+    raw = ctx.partitions(raw, spec)
     return assemble(
         "alibaba",
         spec,

@@ -157,6 +157,7 @@ def load(ctx: LoadContext, text: str, path: str) -> Workload:
     raw = drop_cpu_only(raw, "gpu")
     cluster = ctx.cluster or from_raw("csv", raw, "gpu", path)
     meta = {"source": path, "format": "csv", "cluster_inferred": ctx.cluster is None}
+    raw = ctx.partitions(raw, cluster, inferred=ctx.cluster is None)
     return assemble(
         "csv", cluster, raw, estimates=ctx.estimates(raw, path), seed=ctx.seed, cap=cap, meta=meta
     )

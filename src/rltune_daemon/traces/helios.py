@@ -226,9 +226,11 @@ def load(ctx: LoadContext) -> Workload:
     cap = ctx.opts.seconds("max_time", ctx.default_cap)
     ctx.opts.finish()
     raw, meta = generate(n, ctx.seed, target, profile, None if math.isnan(rho) else rho, users, vc_fit)
+    spec = ctx.cluster or cluster()
+    raw = ctx.partitions(raw, spec)
     return assemble(
         "helios",
-        ctx.cluster or cluster(),
+        spec,
         raw,
         estimates=ctx.estimates(raw, "helios"),
         seed=ctx.seed,

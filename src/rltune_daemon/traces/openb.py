@@ -218,6 +218,7 @@ def load(ctx: LoadContext) -> Workload:
         cpu_nodes=cpu_pods == "keep",
     )
     meta = {"source": pod_src, "nodes_source": node_src, "slice": fraction, "cpu_pods": cpu_pods}
+    raw = ctx.partitions(raw, spec)
     return assemble(
         "alibaba-openb",
         spec,

@@ -139,6 +139,7 @@ def load(ctx: LoadContext) -> Workload:
     source = path or "rltune_daemon/data/philly.csv.xz"
     raw = parse(file_text(path) if path else data_text("philly.csv.xz"), source)
     spec = ctx.cluster or cluster(scale)
+    raw = ctx.partitions(raw, spec)
     return assemble(
         "philly",
         spec,

@@ -19,6 +19,9 @@ CPU-only jobs are dropped and counted.
 from __future__ import annotations
 
 import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -47,9 +50,47 @@ def _limit(text: str) -> float:
     return seconds(parse_duration(text), "Timelimit")  # finite: only the words above mean no limit
 
 
-def parse(text: str, path: str) -> tuple[RawJobs, str]:
-    """Jobs and the resource kind (``gpu``/``cpu``); malformed lines raise ``InputFileError``."""
-    rows = text_lines(text)
+@dataclass(frozen=True)
+class Header:
+    """The header line: where each column is, how many fields a record has, and whether every line
+    ends with '|' (``sacct -p``) or none does (``-P``)."""
+
+    col: dict[str, int]
+    width: int
+    trailing: bool
+    line: int  # 1-based: records start on the line after it
+
+    def get(self, cells: list[str], name: str) -> str:
+        i = self.col.get(name)
+        return cells[i].strip() if i is not None else ""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One job line, parsed and checked; ``parse`` turns the list of them into columns."""
+
+    id: str
+    submit: float
+    start: float
+    runtime: float
+    limit: float
+    gpus: int
+    gpu_types: tuple[str, ...]
+    nodes: int
+    cpus: int
+    mem_mb: int
+    user: str
+    account: str
+    partition: str
+    qos: str
+
+
+# why a line yields no job: a step is not a job (notes), the other two are jobs dropped and counted
+Skip = Literal["step", "never_started", "still_running"]
+
+
+def read_header(rows: list[str], path: str) -> Header:
+    """The first non-blank line as a ``Header``; an empty file or missing columns are an error."""
     head_at = next((i for i, ln in enumerate(rows) if ln.strip()), None)
     if head_at is None:
         raise InputFileError(path, None, "empty file")
@@ -72,108 +113,116 @@ def parse(text: str, path: str) -> tuple[RawJobs, str]:
             f"header lacks {need}",
             "export with sacct -P -o JobID,Submit,Start,End,ReqTRES,Timelimit,...",
         )
-    width = len(header)
+    return Header(col, len(header), trailing, head_at + 1)
 
-    def get(cells: list[str], name: str) -> str:
-        i = col.get(name)
-        return cells[i].strip() if i is not None else ""
 
-    ids: list[str] = []
-    submit: list[float] = []
-    started: list[float] = []
-    runtime: list[float] = []
-    limit: list[float] = []
-    gpus: list[int] = []
-    nodes: list[int] = []
-    cpus: list[int] = []
-    mem: list[int] = []
-    types: list[tuple[str, ...]] = []
-    user: list[str] = []
-    account: list[str] = []
-    part: list[str] = []
-    qos: list[str] = []
-    steps = never = running = 0
-    for lineno in range(head_at + 2, len(rows) + 1):
+def split_record(line: str, lineno: int, head: Header, path: str) -> list[str]:
+    """The fields of one record, exactly as many as the header has, or an error on its line."""
+    cells = line.split("|")
+    if head.trailing and not cells[-1].strip():
+        cells.pop()
+    if len(cells) != head.width:
+        raise InputFileError(
+            path,
+            lineno,
+            f"expected {head.width} '|'-separated fields, got {len(cells)}",
+            "was the export made with -P (parsable)? sacct does not escape a '|' inside a name",
+        )
+    if head.trailing and line.rstrip()[-1:] != "|":
+        raise InputFileError(path, lineno, "no final '|' (the header has one, as 'sacct -p' writes)")
+    return cells
+
+
+def read_record(cells: list[str], lineno: int, head: Header, path: str) -> Record | Skip:
+    """One record's job, or why it gives none. A step is skipped before its fields are read (its
+    times and TRES may be anything); a job's bad value is an error naming the job and its line."""
+    jid = head.get(cells, "jobid")
+    if not jid:
+        raise InputFileError(path, lineno, "empty JobID")
+    if "." in jid:
+        return "step"
+    try:
+        sub = parse_timestamp(head.get(cells, "submit"))
+        start = parse_timestamp(head.get(cells, "start"))
+        end = parse_timestamp(head.get(cells, "end"))
+        lim = _limit(head.get(cells, "timelimit"))
+        tres = parse_tres(head.get(cells, "reqtres")) or parse_tres(head.get(cells, "alloctres"))
+        g, gtypes = gpus_from_tres(tres)
+        g = bounded(g, "gres/gpu")
+        # counts go into int64 columns and size the inferred cluster node by node: bounded
+        nd = parse_count(tres.get("node") or "0", "node", MAX_NODES)
+        c = parse_count(tres.get("cpu") or "0", "cpu")
+        m = bounded(parse_memory_mb(tres["mem"]), "mem (MB)") if tres.get("mem") else 0
+    except (ValueError, KeyError) as exc:
+        raise InputFileError(path, lineno, f"job {shown(jid)}: {exc}") from None
+    if sub is None:
+        raise InputFileError(path, lineno, f"job {shown(jid)}: Submit is unknown")
+    if start is None:
+        return "never_started"
+    if end is None:
+        return "still_running"
+    return Record(
+        id=jid,
+        submit=sub,
+        start=start,
+        runtime=end - start,
+        limit=lim,
+        gpus=g,
+        gpu_types=gtypes,
+        nodes=nd,
+        cpus=c,
+        mem_mb=m,
+        user=head.get(cells, "user"),
+        account=head.get(cells, "account"),
+        partition=head.get(cells, "partition").split(",")[0],
+        qos=head.get(cells, "qos"),
+    )
+
+
+def to_columns(records: list[Record], skipped: Counter[Skip]) -> tuple[RawJobs, str]:
+    """The jobs as ``RawJobs`` columns and the resource kind: ``cpu`` when no job has a GPU, and then
+    processors are what ``gpus`` counts."""
+    gpus = np.array([r.gpus for r in records], dtype=np.int64)
+    cpus = np.array([r.cpus for r in records], dtype=np.int64)
+    resource = "gpu" if np.any(gpus > 0) else "cpu"
+    ids, renamed = unique_ids([r.id for r in records])  # 'sacct -D' lists requeued runs under one id
+    raw = RawJobs(
+        ids=ids,
+        submit=np.array([r.submit for r in records], dtype=np.float64),
+        runtime=np.array([r.runtime for r in records], dtype=np.float64),
+        gpus=gpus if resource == "gpu" else cpus,
+        limit=np.array([r.limit for r in records], dtype=np.float64),
+        nodes=np.array([r.nodes for r in records], dtype=np.int64),
+        cpus=cpus,
+        mem_mb=np.array([r.mem_mb for r in records], dtype=np.int64),
+        gpu_types=[r.gpu_types for r in records],
+        user=[r.user for r in records],
+        account=[r.account for r in records],
+        partition=[r.partition for r in records],
+        qos=[r.qos for r in records],
+        start=np.array([r.start for r in records], dtype=np.float64),
+        dropped={"never_started": skipped["never_started"], "still_running": skipped["still_running"]},
+    )
+    raw.notes.update(job_steps_skipped=skipped["step"], renamed_duplicate_ids=renamed)
+    return raw, resource
+
+
+def parse(text: str, path: str) -> tuple[RawJobs, str]:
+    """Jobs and the resource kind (``gpu``/``cpu``); malformed lines raise ``InputFileError``."""
+    rows = text_lines(text)
+    head = read_header(rows, path)
+    records: list[Record] = []
+    skipped: Counter[Skip] = Counter()
+    for lineno in range(head.line + 1, len(rows) + 1):
         line = rows[lineno - 1]
         if not line.strip():
             continue
-        cells = line.split("|")
-        if trailing and not cells[-1].strip():
-            cells.pop()
-        if len(cells) != width:
-            raise InputFileError(
-                path,
-                lineno,
-                f"expected {width} '|'-separated fields, got {len(cells)}",
-                "was the export made with -P (parsable)? sacct does not escape a '|' inside a name",
-            )
-        if trailing and line.rstrip()[-1:] != "|":
-            raise InputFileError(path, lineno, "no final '|' (the header has one, as 'sacct -p' writes)")
-        jid = get(cells, "jobid")
-        if not jid:
-            raise InputFileError(path, lineno, "empty JobID")
-        if "." in jid:
-            steps += 1
-            continue
-        try:
-            sub = parse_timestamp(get(cells, "submit"))
-            start = parse_timestamp(get(cells, "start"))
-            end = parse_timestamp(get(cells, "end"))
-            lim = _limit(get(cells, "timelimit"))
-            tres = parse_tres(get(cells, "reqtres")) or parse_tres(get(cells, "alloctres"))
-            g, gtypes = gpus_from_tres(tres)
-            g = bounded(g, "gres/gpu")
-            # counts go into int64 columns and size the inferred cluster node by node: bounded
-            nd = parse_count(tres.get("node") or "0", "node", MAX_NODES)
-            c = parse_count(tres.get("cpu") or "0", "cpu")
-            m = bounded(parse_memory_mb(tres["mem"]), "mem (MB)") if tres.get("mem") else 0
-        except (ValueError, KeyError) as exc:
-            raise InputFileError(path, lineno, f"job {shown(jid)}: {exc}") from None
-        if sub is None:
-            raise InputFileError(path, lineno, f"job {shown(jid)}: Submit is unknown")
-        if start is None:
-            never += 1
-            continue
-        if end is None:
-            running += 1
-            continue
-        ids.append(jid)
-        submit.append(sub)
-        started.append(start)
-        runtime.append(end - start)
-        limit.append(lim)
-        gpus.append(g)
-        nodes.append(nd)
-        cpus.append(c)
-        mem.append(m)
-        types.append(gtypes)
-        user.append(get(cells, "user"))
-        account.append(get(cells, "account"))
-        part.append(get(cells, "partition").split(",")[0])
-        qos.append(get(cells, "qos"))
-    g_arr = np.array(gpus, dtype=np.int64)
-    c_arr = np.array(cpus, dtype=np.int64)
-    resource = "gpu" if np.any(g_arr > 0) else "cpu"
-    ids, renamed = unique_ids(ids)  # 'sacct -D' lists requeued runs under one id
-    raw = RawJobs(
-        ids=ids,
-        submit=np.array(submit, dtype=np.float64),
-        runtime=np.array(runtime, dtype=np.float64),
-        gpus=g_arr if resource == "gpu" else c_arr,
-        limit=np.array(limit, dtype=np.float64),
-        nodes=np.array(nodes, dtype=np.int64),
-        cpus=c_arr,
-        mem_mb=np.array(mem, dtype=np.int64),
-        gpu_types=types,
-        user=user,
-        account=account,
-        partition=part,
-        qos=qos,
-        start=np.array(started, dtype=np.float64),
-        dropped={"never_started": never, "still_running": running},
-    )
-    raw.notes.update(job_steps_skipped=steps, renamed_duplicate_ids=renamed)
-    return raw, resource
+        got = read_record(split_record(line, lineno, head, path), lineno, head, path)
+        if isinstance(got, Record):
+            records.append(got)
+        else:
+            skipped[got] += 1
+    return to_columns(records, skipped)
 
 
 def load(ctx: LoadContext, text: str, path: str) -> Workload:
@@ -185,6 +234,7 @@ def load(ctx: LoadContext, text: str, path: str) -> Workload:
     raw = drop_cpu_only(raw, resource)
     cluster = ctx.cluster or from_raw("sacct", raw, resource, path)
     meta = {"source": path, "format": "sacct", "resource": resource, "cluster_inferred": ctx.cluster is None}
+    raw = ctx.partitions(raw, cluster, inferred=ctx.cluster is None)
     return assemble(
         "sacct", cluster, raw, estimates=ctx.estimates(raw, path), seed=ctx.seed, cap=cap, meta=meta
     )

@@ -30,6 +30,38 @@ def _mix(counter: Counter[str], total: int) -> dict[str, dict[str, float]]:
     return {k: {"jobs": v, "pct": round(100.0 * v / total, 2)} for k, v in counter.items()}
 
 
+MODEL_TEXT = {
+    "oracle": "oracle: time limit = runtime",
+    "user": "user: modelled requests",
+    "trace": "trace: the trace's own requested times",
+}
+
+
+def estimates_note(workload: Workload) -> str:
+    """Which requested-time model ran and why, in one line: the limits are what every policy and the
+    backfill see, and a file without requested times gets the user model unless told otherwise."""
+    info = workload.meta.get("estimates", {})
+    parts = [MODEL_TEXT.get(workload.estimates, workload.estimates)]
+    if info.get("chosen") == "default":
+        parts.append("the default, as the trace records no requested times" if workload.estimates == "user"
+                     else "the default where a trace records them")
+    if info.get("filled_by_user_model"):
+        parts.append(f"{info['filled_by_user_model']:,} unknown filled by the user model")
+    if info.get("raised_to_runtime"):
+        parts.append(f"{info['raised_to_runtime']:,} raised to the runtime")
+    return "; ".join(parts)
+
+
+def dropped_note(dropped: dict[str, int], kept: int) -> str:
+    """The jobs dropped at load by reason, out of all the trace held: ``none`` or ``3 of 1,027 jobs:
+    infeasible 3``. Every job is dropped for one reason only, so kept + dropped is what was read."""
+    if not dropped:
+        return "none"
+    total = sum(dropped.values())
+    reasons = ", ".join(f"{k} {v:,}" for k, v in sorted(dropped.items()))
+    return f"{total:,} of {kept + total:,} jobs: {reasons}"
+
+
 def trace_stats(workload: Workload) -> dict[str, Any]:
     """Jobs, span, arrival rate, GPU-size/type mix, runtime and time-limit percentiles, cluster."""
     jobs = workload.jobs
@@ -60,7 +92,9 @@ def trace_stats(workload: Workload) -> dict[str, Any]:
         if span and cl.total_gpus
         else 0.0,
         "estimates": workload.estimates,
+        "estimates_note": estimates_note(workload),
         "dropped": dict(workload.meta.get("dropped", {})),
+        "partition_remapped": int(workload.meta.get("partition_remapped", 0)),
         "cluster": {
             "name": cl.name,
             "describe": cl.describe(),
@@ -81,6 +115,8 @@ def format_stats(s: dict[str, Any]) -> str:
     out = [
         f"trace        {s['name']}  (estimates: {s['estimates']})",
         f"jobs         {s['jobs']}",
+        f"dropped      {dropped_note(s['dropped'], s['jobs'])}",
+        f"time limits  {s['estimates_note']}",
         f"span         {s['span_days']:.2f} days",
         f"arrivals     {s['arrival_rate_per_hour']:.2f} jobs/h ({s['arrival_rate_per_s']:.6f} jobs/s)",
         f"offered load {s['offered_load']:.3f} of {s['cluster']['total_gpus']} {unit}",
@@ -103,6 +139,7 @@ def format_stats(s: dict[str, Any]) -> str:
         f"partitions {', '.join(c['partitions'])}"
     )
     out.append(f"             {c['describe']}")
-    if s["dropped"]:
-        out.append("dropped      " + ", ".join(f"{k} {v}" for k, v in sorted(s["dropped"].items())))
+    if s["partition_remapped"]:
+        out.append(f"remapped     {s['partition_remapped']:,} jobs name a partition the cluster lacks: "
+                   f"run in its first, {c['partitions'][0]}")
     return "\n".join(out)

@@ -138,6 +138,7 @@ def load(ctx: LoadContext, text: str, path: str) -> Workload:
     ctx.opts.finish()
     cluster = ctx.cluster or cluster_from_header(header, path, int(raw.gpus.max()) if len(raw) else 1)
     meta = {"source": path, "format": "swf", "header": header, "cluster_note": cluster.notes}
+    raw = ctx.partitions(raw, cluster)
     return assemble(
         "swf", cluster, raw, estimates=ctx.estimates(raw, path), seed=ctx.seed, cap=cap, meta=meta
     )

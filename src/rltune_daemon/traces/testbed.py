@@ -127,9 +127,11 @@ def load(ctx: LoadContext) -> Workload:
     cap = ctx.opts.seconds("max_time", ctx.default_cap)
     ctx.opts.finish()
     raw, meta = generate(n, ctx.seed, target)
+    spec = ctx.cluster or cluster()
+    raw = ctx.partitions(raw, spec)
     return assemble(
         "testbed",
-        ctx.cluster or cluster(),
+        spec,
         raw,
         estimates=ctx.estimates(raw, "testbed"),
         seed=ctx.seed,
