@@ -210,8 +210,10 @@ def plan_inputs(inp: PlanInputs, policy: Policy, cfg: PlannerConfig, mem: Planne
         place = placements.get(row, Placement())
         reason = describe(table, row, now, policy.name, k, base_pos[row], row in guarded, place,
                           row in placements, cfg.starvation_reference)
-        entries.append(PlanEntry(table.ids[row], k + 1, score_of[row], int(current[k]), int(targets[k]),
-                                 int(sites[k]), place, reason, row in placements))
+        entries.append(PlanEntry(job_id=table.ids[row], rank=k + 1, score=score_of[row],
+                                 current_priority=int(current[k]), target_priority=int(targets[k]),
+                                 site_factor=int(sites[k]), placement=place, reason=reason,
+                                 starts_now=row in placements))
     return Plan(now, policy.name, tuple(entries), tuple(skipped))
 
 
