@@ -32,8 +32,10 @@ def view_of(nodes: Sequence[NodeSpec], allocs: Sequence[tuple[str, int, int, int
         job = Job(f"r{k}", 0.0, g, 3600.0)
         running.append(RunningJob(job, 0.0, end, (NodeAlloc(node, g, c, m),)))
     ok = usable if usable is not None else [True] * len(nodes)
-    states = [NodeState(n.name, n.gpu_type, n.gpus, used[n.name][0], n.cpus, used[n.name][1], n.mem_mb,
-                        used[n.name][2], n.partitions, "mixed", u) for n, u in zip(nodes, ok, strict=True)]
+    states = [NodeState(name=n.name, gpu_type=n.gpu_type, gpus=n.gpus, gpus_alloc=used[n.name][0],
+                        cpus=n.cpus, cpus_alloc=used[n.name][1], mem_mb=n.mem_mb,
+                        mem_alloc_mb=used[n.name][2], partitions=n.partitions, state="mixed", usable=u)
+              for n, u in zip(nodes, ok, strict=True)]
     cl = ClusterArrays.from_state(spec, states, running)
     table = JobTable.from_jobs(list(pending), spec)
     return QueueView(table, np.arange(len(pending), dtype=np.int64), NOW, cl)

@@ -31,8 +31,10 @@ def context(nodes: Sequence[NodeSpec], used: Sequence[Used], jobs: Sequence[Job]
         for i, v in enumerate((g, c, m)):
             taken[node][i] += v
         running.append(RunningJob(Job(f"r{k}", 0.0, g, 3600.0), 0.0, 3600.0, (NodeAlloc(node, g, c, m),)))
-    states = [NodeState(n.name, n.gpu_type, n.gpus, taken[n.name][0], n.cpus, taken[n.name][1], n.mem_mb,
-                        taken[n.name][2]) for n in nodes]
+    states = [NodeState(name=n.name, gpu_type=n.gpu_type, gpus=n.gpus, gpus_alloc=taken[n.name][0],
+                        cpus=n.cpus, cpus_alloc=taken[n.name][1], mem_mb=n.mem_mb,
+                        mem_alloc_mb=taken[n.name][2])
+              for n in nodes]
     cl = ClusterArrays.from_state(spec, states, running)
     table = JobTable.from_jobs(list(jobs), spec)
     elig = EligibilityIndex.build(cl)

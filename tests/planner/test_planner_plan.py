@@ -29,8 +29,9 @@ PARTS = (PartitionSpec("gpu"), PartitionSpec("hipri", priority_tier=2))
 
 
 def node(name: str, gpus: int, used: int, gpu_type: str = "p100") -> NodeState:
-    return NodeState(name, gpu_type, gpus, used, 8, used, 64000, used * 1000, ("gpu", "hipri"),
-                     "mixed" if used else "idle")
+    return NodeState(name=name, gpu_type=gpu_type, gpus=gpus, gpus_alloc=used, cpus=8, cpus_alloc=used,
+                     mem_mb=64000, mem_alloc_mb=used * 1000, partitions=("gpu", "hipri"),
+                     state="mixed" if used else "idle")
 
 
 def snapshot(pending: list[tuple[Job, PendingState]], nodes: tuple[NodeState, ...], clock: float = 1000.0,

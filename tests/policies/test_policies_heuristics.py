@@ -15,7 +15,8 @@ from rltune_daemon.policies.multifactor import Multifactor, MultifactorWeights
 
 CLUSTER = ClusterSpec("c", (NodeSpec("n1", "v100", 8, 32, 64000), NodeSpec("n2", "v100", 8, 32, 64000)))
 # submit 100 s, asked 3600 s, 4 GPUs; and submit 500 s, asked 60 s, 1 GPU; evaluated at now = 1000 s
-JOBS = [Job("a", 100.0, 4, 3600.0, 1000.0, user="u1"), Job("b", 500.0, 1, 60.0, 30.0, user="u2")]
+JOBS = [Job("a", 100.0, 4, 3600.0, runtime=1000.0, user="u1"),
+        Job("b", 500.0, 1, 60.0, runtime=30.0, user="u2")]
 
 
 def view(now: float = 1000.0) -> QueueView:
@@ -46,7 +47,7 @@ def test_unicep_finite_for_one_gpu_jobs() -> None:
 
 
 def test_f1_guards_submit_time_zero() -> None:
-    table = JobTable.from_jobs([Job("z", 0.0, 2, 100.0, 10.0)], CLUSTER)
+    table = JobTable.from_jobs([Job("z", 0.0, 2, 100.0, runtime=10.0)], CLUSTER)
     score = make_policy("f1").scores(QueueView(table, np.arange(1), 10.0))
     assert score == pytest.approx([math.log10(100) * 2])
 
@@ -97,9 +98,9 @@ def test_fairshare_decays_with_half_life() -> None:
 
 def test_qssf_predicts_from_history_then_user_then_requested() -> None:
     qssf = make_policy("qssf")
-    hist = [Job(f"h{i}", float(i), 4, 9999.0, 100.0 * (i + 1), user="u1") for i in range(3)]
-    hist.append(Job("h9", 5.0, 1, 9999.0, 50.0, user="u1"))
-    hist.append(Job("h10", 6.0, 8, 9999.0, 1000.0, user="u2"))
+    hist = [Job(f"h{i}", float(i), 4, 9999.0, runtime=100.0 * (i + 1), user="u1") for i in range(3)]
+    hist.append(Job("h9", 5.0, 1, 9999.0, runtime=50.0, user="u1"))
+    hist.append(Job("h10", 6.0, 8, 9999.0, runtime=1000.0, user="u2"))
     qssf.fit_history(JobTable.from_jobs(hist, CLUSTER))
     jobs = [Job("x", 1.0, 4, 3600.0, user="u1"),   # same user and size: mean(100, 200, 300) = 200
             Job("y", 1.0, 2, 3600.0, user="u1"),   # same user: mean(100, 200, 300, 50) = 162.5

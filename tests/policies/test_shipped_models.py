@@ -84,7 +84,7 @@ def test_a_shipped_models_recorded_rollouts_are_what_its_recipe_runs(path: Path,
     a recipe that reproduced a model's weights is the evidence for a record added after training
     (``amended``)."""
     from rltune_daemon.policies.learned import read_manifest
-    from rltune_daemon.train.ppo import rollout_settings
+    from rltune_daemon.train.args import rollout_settings
     from rltune_daemon.train.recipe import recipe_args
 
     manifest = read_manifest(path)

@@ -42,9 +42,10 @@ def _fake_run(arm: str, win: ReplayWindow, start: np.ndarray, shift: float = 0.0
         jid = str(100 + i)
         subs.append(Submitted(j.id, jid, T0 + j.submit / SPEEDUP, ("sbatch", j.id)))
         st = T0 + (start[i] + shift) / SPEEDUP
-        times[jid] = JobTimes(jid, "COMPLETED", T0 + j.submit / SPEEDUP, st, st + (j.runtime or 0) / SPEEDUP,
-                              "p100-1")
-    return ArmRun(arm, win.seed, T0, subs, times, 1.0, w, [])
+        times[jid] = JobTimes(jid, state="COMPLETED", submit=T0 + j.submit / SPEEDUP, start=st,
+                              end=st + (j.runtime or 0) / SPEEDUP, nodes="p100-1")
+    return ArmRun(arm=arm, seed=win.seed, t0=T0, submitted=subs, times=times, wall_seconds=1.0, weights=w,
+                  notes=[])
 
 
 def test_submission_plan_is_a_function_of_the_seed() -> None:

@@ -77,11 +77,11 @@ def test_job_request_matches_the_trace_job() -> None:
 
 def test_job_request_refuses_what_a_replay_cannot_express() -> None:
     with pytest.raises(UserError, match="GPU types"):
-        job_request(Job("a", 0.0, 1, 60.0, 30.0, gpu_types=("p100", "k80")), "n", "gpu", 60.0, 4)
+        job_request(Job("a", 0.0, 1, 60.0, runtime=30.0, gpu_types=("p100", "k80")), "n", "gpu", 60.0, 4)
     with pytest.raises(UserError, match="run time"):
         job_request(Job("b", 0.0, 1, 60.0), "n", "gpu", 60.0, 4)
     with pytest.raises(UserError, match="no node holds"):
-        job_request(Job("c", 0.0, 8, 60.0, 30.0), "n", "gpu", 60.0, 4)
+        job_request(Job("c", 0.0, 8, 60.0, runtime=30.0), "n", "gpu", 60.0, 4)
 
 
 def test_arm_specs() -> None:

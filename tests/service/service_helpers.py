@@ -40,8 +40,8 @@ def node_states(busy: dict[str, int] | None = None,
     busy = busy or {}
     state = state or {}
     return tuple(
-        NodeState(n, t, g, busy.get(n, 0), c, 0, 32000, 0, ("gpu",),
-                  state.get(n, "mixed" if busy.get(n) else "idle"))
+        NodeState(name=n, gpu_type=t, gpus=g, gpus_alloc=busy.get(n, 0), cpus=c, cpus_alloc=0, mem_mb=32000,
+                  mem_alloc_mb=0, partitions=("gpu",), state=state.get(n, "mixed" if busy.get(n) else "idle"))
         for n, t, g, c in NODES
     )
 
@@ -66,7 +66,8 @@ def entry(job_id: str, rank: int, site: int, *, prio: int = 1000, hint: Sequence
           starts_now: bool = False) -> PlanEntry:
     place = Placement(PlacementKind.SPREAD, tuple(hint)) if hint else Placement()
     reason = "up 1 (test): 10m asked" + ("; starts now" if starts_now or hint else "")
-    return PlanEntry(job_id, rank, 0.0, prio, prio + site, site, place, reason, starts_now or bool(hint))
+    return PlanEntry(job_id=job_id, rank=rank, score=0.0, current_priority=prio, target_priority=prio + site,
+                     site_factor=site, placement=place, reason=reason, starts_now=starts_now or bool(hint))
 
 
 def plan_of(*entries: PlanEntry, skipped: Sequence[tuple[str, str]] = ()) -> Plan:

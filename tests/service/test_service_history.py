@@ -95,9 +95,9 @@ def _model_dir(tmp_path: Path, dim: int) -> Path:
     import torch
 
     from rltune_daemon.features.schema import LEGACY_ACTOR_DIM
+    from rltune_daemon.train.args import TrainArgs
     from rltune_daemon.train.export import export_model
     from rltune_daemon.train.network import Actor
-    from rltune_daemon.train.ppo import TrainArgs
 
     torch.manual_seed(0)
     out = tmp_path / f"m{dim}"

@@ -49,7 +49,7 @@ def workloads(draw: st.DrawFn) -> Workload:
         types = draw(st.sampled_from([(), ("a100",), ("v100",)]))
         part = draw(st.sampled_from(["p0", "p1"])) if two_parts else "p0"
         cpus = draw(st.sampled_from([0, 1, 3]))
-        jobs.append(Job(f"j{k}", t, gpus, limit, run, gpu_types=types, partition=part, cpus=cpus,
+        jobs.append(Job(f"j{k}", t, gpus, limit, runtime=run, gpu_types=types, partition=part, cpus=cpus,
                         user=f"u{k % 3}"))
     return Workload("random", cluster, tuple(jobs))
 

@@ -21,12 +21,12 @@ from rltune_daemon.sim import SimConfig, simulate
 
 CLUSTER = ClusterSpec("two", (NodeSpec("n0", "v100", 4, 16, 64000), NodeSpec("n1", "v100", 4, 16, 64000)))
 JOBS = (
-    Job("J1", 0, 4, 100, 100),
-    Job("J2", 0, 2, 200, 200),
-    Job("J3", 10, 8, 100, 100),
-    Job("J4", 20, 2, 150, 150),
-    Job("J5", 30, 1, 300, 300),
-    Job("J6", 110, 4, 80, 80),
+    Job("J1", 0, 4, 100, runtime=100),
+    Job("J2", 0, 2, 200, runtime=200),
+    Job("J3", 10, 8, 100, runtime=100),
+    Job("J4", 20, 2, 150, runtime=150),
+    Job("J5", 30, 1, 300, runtime=300),
+    Job("J6", 110, 4, 80, runtime=80),
 )
 PURE = SimConfig(effects=EffectsConfig.pure(), record=True)
 
@@ -60,7 +60,7 @@ def test_without_backfill_everything_waits_for_the_head() -> None:
 
 
 def test_colocation_slows_a_job_that_shares_a_node() -> None:
-    jobs = (Job("a", 0, 2, 100, 100), Job("b", 1, 2, 100, 100))
+    jobs = (Job("a", 0, 2, 100, runtime=100), Job("b", 1, 2, 100, runtime=100))
     one = ClusterSpec("one", (NodeSpec("n0", "v100", 4, 16, 64000),))
     res = simulate(Workload("co", one, jobs), make_policy("fcfs"), SimConfig(effects=EffectsConfig(0.1, 0.0)))
     assert res.end.tolist() == pytest.approx([100.0, 1 + 110.0])
@@ -69,7 +69,7 @@ def test_colocation_slows_a_job_that_shares_a_node() -> None:
 
 def test_cross_node_penalty_for_multi_node_job_on_shared_nodes() -> None:
     nodes = tuple(NodeSpec(f"n{i}", "v100", 4, 16, 64000) for i in range(2))
-    jobs = (Job("small", 0, 1, 1000, 1000), Job("big", 1, 6, 100, 100))
+    jobs = (Job("small", 0, 1, 1000, runtime=1000), Job("big", 1, 6, 100, runtime=100))
     res = simulate(Workload("x", ClusterSpec("x", nodes), jobs), make_policy("fcfs"),
                    SimConfig(effects=EffectsConfig(0.1, 0.05)))
     # big spans two nodes, one shared with "small": 1 + 0.1 + 0.05 * (2 - 1)
@@ -79,14 +79,15 @@ def test_cross_node_penalty_for_multi_node_job_on_shared_nodes() -> None:
 def test_gpu_type_constraint_is_respected() -> None:
     nodes = (NodeSpec("p", "p100", 4, 8, 64000), NodeSpec("k", "k80", 2, 8, 32000))
     k80 = ("k80",)
-    jobs = (Job("on-k80", 0, 2, 50, 50, gpu_types=k80), Job("also-k80", 0, 1, 50, 50, gpu_types=k80))
+    jobs = (Job("on-k80", 0, 2, 50, runtime=50, gpu_types=k80),
+            Job("also-k80", 0, 1, 50, runtime=50, gpu_types=k80))
     res = simulate(Workload("t", ClusterSpec("t", nodes), jobs), make_policy("fcfs"), PURE)
     assert res.start.tolist() == [0.0, 50.0]
     assert {int(n) for a in res.allocations.values() for n in a.nodes} == {1}
 
 
 def test_infeasible_job_is_dropped_and_reported() -> None:
-    jobs = (Job("ok", 0, 1, 10, 10), Job("huge", 0, 64, 10, 10))
+    jobs = (Job("ok", 0, 1, 10, runtime=10), Job("huge", 0, 64, 10, runtime=10))
     res = simulate(Workload("t", CLUSTER, jobs), make_policy("fcfs"), PURE)
     assert res.dropped == ["huge"]
     assert res.metrics["jobs"] == 1
@@ -143,11 +144,11 @@ def test_a_tick_never_sees_what_happens_at_its_own_instant() -> None:
 TYPED = ClusterSpec("typed", (NodeSpec("p0", "p100", 4, 16, 64000), NodeSpec("p1", "p100", 4, 16, 64000),
                               NodeSpec("k0", "k80", 2, 8, 32000)))
 TYPED_JOBS = (
-    Job("A", 0, 2, 1000, 1000, gpu_types=("k80",)),
-    Job("B", 0, 4, 300, 300, gpu_types=("p100",)),
-    Job("C", 10, 2, 100, 100, gpu_types=("k80",)),
-    Job("D", 20, 8, 100, 100, gpu_types=("p100",)),
-    Job("E", 30, 1, 1000, 1000, gpu_types=("p100",)),
+    Job("A", 0, 2, 1000, runtime=1000, gpu_types=("k80",)),
+    Job("B", 0, 4, 300, runtime=300, gpu_types=("p100",)),
+    Job("C", 10, 2, 100, runtime=100, gpu_types=("k80",)),
+    Job("D", 20, 8, 100, runtime=100, gpu_types=("p100",)),
+    Job("E", 30, 1, 1000, runtime=1000, gpu_types=("p100",)),
 )
 
 

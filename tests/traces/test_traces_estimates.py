@@ -66,7 +66,7 @@ def test_models() -> None:
 
 
 def test_apply_estimates() -> None:
-    jobs = [Job(str(i), float(i), 1, 10.0, 100.0 * (i + 1)) for i in range(50)]
+    jobs = [Job(str(i), float(i), 1, 10.0, runtime=100.0 * (i + 1)) for i in range(50)]
     out = apply_estimates(jobs, "user", seed=1, cap=3600.0)
     assert out == apply_estimates(jobs, "user", seed=1, cap=3600.0)
     assert [j.time_limit for j in jobs] == [10.0] * 50  # inputs untouched

@@ -19,10 +19,10 @@ from train_helpers import one_torch_thread, random_view, refusal, tiny_args, tra
 from rltune_daemon import features
 from rltune_daemon.cli.main import main
 from rltune_daemon.policies.learned import load_learned
-from rltune_daemon.train import ppo
+from rltune_daemon.train import harness
 from rltune_daemon.train.cem import SMOOTHING, elite_fit
 from rltune_daemon.train.network import Actor
-from rltune_daemon.train.ppo import train
+from rltune_daemon.train.run import train
 
 
 @pytest.fixture(autouse=True)
@@ -61,7 +61,7 @@ def test_search_finds_a_known_optimum(tmp_path: Path, monkeypatch: pytest.Monkey
         return {"steps": [], "reward": -float(((w - target) ** 2).sum()), "start": start, "skipped": False,
                 "rl": m, "base": m}
 
-    monkeypatch.setattr(ppo, "_episode", episode)
+    monkeypatch.setattr(harness, "run_episode", episode)
     out = tmp_path / "toy"
     manifest = train(tiny_args(out, **{**CEM, "max_iterations": 40, "cem_population": 12, "cem_sigma": 5.0,
                                        "warm_start_episodes": 0, "seed": 0}))

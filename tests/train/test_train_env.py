@@ -15,7 +15,7 @@ from rltune_daemon.features import ACTOR_DIM
 from rltune_daemon.policies.learned import MAX_QUEUE
 from rltune_daemon.sim.controller import tiered_order
 from rltune_daemon.train.env import RLTuneEnv
-from rltune_daemon.train.ppo import reward
+from rltune_daemon.train.reward import reward
 
 EPISODE = 32
 

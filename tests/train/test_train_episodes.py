@@ -11,8 +11,10 @@ import pytest
 from train_helpers import one_torch_thread, tiny_args
 
 from rltune_daemon.errors import UserError
-from rltune_daemon.train import ppo
-from rltune_daemon.train.ppo import contended_starts, train
+from rltune_daemon.train import harness
+from rltune_daemon.train.args import sim_config
+from rltune_daemon.train.harness import contended_starts
+from rltune_daemon.train.run import train
 
 
 @pytest.fixture(autouse=True)
@@ -41,14 +43,14 @@ def test_training_and_validation_use_only_contended_windows(tmp_path: Path,
         screened.extend(starts)
         return [float(s) for s in starts]  # later windows "queue more": the kept half is the latest
 
-    real = ppo._episode
+    real = harness.run_episode
 
     def episode(actor: Any, critic: Any, start: int, seed: int, deterministic: bool) -> dict[str, Any]:
         played.append(start)
         return real(actor, critic, start, seed, deterministic)
 
-    monkeypatch.setattr(ppo, "_screen", screen)
-    monkeypatch.setattr(ppo, "_episode", episode)
+    monkeypatch.setattr(harness, "screen_windows", screen)
+    monkeypatch.setattr(harness, "run_episode", episode)
     manifest = train(tiny_args(tmp_path / "m", episodes="contended", screen_episodes=8,
                                warm_start_episodes=2, episodes_per_iter=3, max_iterations=2))
     assert len(screened) == 8
@@ -73,10 +75,10 @@ def test_rollouts_use_the_backfill_they_are_told(tmp_path: Path) -> None:
     base = {}
     for r in (1, 8):
         args = tiny_args(tmp_path / f"r{r}", episode_jobs=512, bf_reservations=r)
-        assert ppo.sim_config(args) == SimConfig(bf_reservations=r)
-        ppo._worker_init(args)
-        base[r] = ppo._base_metrics(300)["bsld"]
-        direct = simulate(ppo._W["episodes"].workload(300), make_policy("sjf"),
+        assert sim_config(args) == SimConfig(bf_reservations=r)
+        harness.init_worker(args)
+        base[r] = harness.base_metrics(300)["bsld"]
+        direct = simulate(harness.worker_episodes().workload(300), make_policy("sjf"),
                           SimConfig(bf_reservations=r))
         assert base[r] == pytest.approx(direct.metrics["bsld"])
     assert base[1] != pytest.approx(base[8])

@@ -18,9 +18,10 @@ from train_helpers import export_untrained, one_torch_thread, refusal, tiny_args
 from rltune_daemon import features
 from rltune_daemon.cli.main import main
 from rltune_daemon.policies.learned import model_identity
-from rltune_daemon.train import ppo
+from rltune_daemon.train import harness
+from rltune_daemon.train.harness import open_session
 from rltune_daemon.train.network import Actor
-from rltune_daemon.train.ppo import open_session, train
+from rltune_daemon.train.run import train
 
 SHIPPED = Path("models/testbed-multifactor")  # a linear scorer ranking on its own, base multifactor
 CEM = {"algo": "cem", "hidden": 0, "base": "multifactor", "cem_population": 4, "cem_episodes": 1,
@@ -59,7 +60,7 @@ def test_nothing_better_exports_the_start_and_the_manifest_names_it(
         r = -float(((_vector(actor.state_dict()) - start) ** 2).sum())
         return {"steps": [], "reward": r, "start": s, "skipped": False, "rl": m, "base": m}
 
-    monkeypatch.setattr(ppo, "_episode", episode)
+    monkeypatch.setattr(harness, "run_episode", episode)
     out = tmp_path / "m"
     manifest = train(tiny_args(out, **CEM, max_iterations=2))
     assert manifest["validation_reward_start"] == 0.0 and manifest["best_iteration"] == 0

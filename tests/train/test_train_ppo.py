@@ -1,4 +1,4 @@
-"""``ppo.train`` end to end on tiny testbed runs: seeded determinism, what a run writes, the warm start
+"""``train`` (PPO) end to end on tiny testbed runs: seeded determinism, what a run writes, the warm start
 surviving into the exported actor, and ``rltune train``'s refusals."""
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from rltune_daemon.cli.main import main
 from rltune_daemon.errors import UserError
 from rltune_daemon.policies.learned import load_learned
 from rltune_daemon.train.network import Actor
-from rltune_daemon.train.ppo import UPDATE_STATS, reward, train, window_reward
+from rltune_daemon.train.ppo import UPDATE_STATS
+from rltune_daemon.train.reward import reward, window_reward
+from rltune_daemon.train.run import train
 
 
 @pytest.fixture(autouse=True)
@@ -185,22 +187,23 @@ def test_config_keys_are_the_settings_a_manifest_records(tmp_path: Path,
     """A ``--config`` key sets the TrainArgs field of its name, which a manifest records under
     ``hyperparameters`` by the same name; the command line's settings are its flags'."""
     from rltune_daemon.cli import train_cmd
-    from rltune_daemon.train import ppo
+    from rltune_daemon.train import run
+    from rltune_daemon.train.args import TrainArgs
 
-    got: list[ppo.TrainArgs] = []
-    monkeypatch.setattr(ppo, "train", lambda args: got.append(args) or {})
+    got: list[TrainArgs] = []
+    monkeypatch.setattr(run, "train", lambda args: got.append(args) or {})
     (tmp_path / "train.toml").write_text('warm_start_episodes = 16\nepisodes = "contended"\nmetric = "both"\n'
                                          'rivals = "fcfs"\nreact = 5\ncem_sigma = 0.25\nmax_iterations = 3\n')
     assert main(["train", "--trace", "testbed", "--base", "multifactor", "--algo", "cem", "--seed", "2",
                  "--episode-jobs", "1024", "--out", str(tmp_path / "m"), "--config",
                  str(tmp_path / "train.toml")]) == 0
     (args,) = got
-    want = ppo.TrainArgs(trace="testbed", out=tmp_path / "m", base="multifactor", algo="cem", seed=2,
-                         episode_jobs=1024, warm_start_episodes=16, episodes="contended", metric="both",
-                         rivals="fcfs", react=5.0, cem_sigma=0.25, max_iterations=3, hidden=0,
-                         opts=args.opts, progress=args.progress)
+    want = TrainArgs(trace="testbed", out=tmp_path / "m", base="multifactor", algo="cem", seed=2,
+                     episode_jobs=1024, warm_start_episodes=16, episodes="contended", metric="both",
+                     rivals="fcfs", react=5.0, cem_sigma=0.25, max_iterations=3, hidden=0,
+                     opts=args.opts, progress=args.progress)
     assert args == want and args.opts == {"jobs": "20480"}  # the trace's evaluation options
-    assert set(train_cmd.config_hints()) <= set(ppo.TrainArgs.__dataclass_fields__)
+    assert set(train_cmd.config_hints()) <= set(TrainArgs.__dataclass_fields__)
     assert not set(train_cmd.config_hints()) & set(train_cmd.FLAGS)
 
 

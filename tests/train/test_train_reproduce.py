@@ -17,8 +17,8 @@ from train_helpers import one_torch_thread, tiny_args
 
 from rltune_daemon.cli.main import main
 from rltune_daemon.errors import UserError
-from rltune_daemon.train.ppo import train
 from rltune_daemon.train.recipe import actor_difference, recipe_args
+from rltune_daemon.train.run import train
 
 
 @pytest.fixture(autouse=True)
@@ -60,7 +60,7 @@ def test_recipe_repeats_a_run_that_stopped_on_its_time_budget(tmp_path: Path,
     manifest = train(tiny_args(first, minutes=0.15, max_iterations=0, warm_start_episodes=2, seed=2,
                                starvation_reference="priority"))
     assert manifest["iterations"] >= 1
-    from rltune_daemon.train.ppo import rollout_settings
+    from rltune_daemon.train.args import rollout_settings
 
     assert manifest["rollouts"] == rollout_settings(tiny_args(first, starvation_reference="priority"))
     assert manifest["rollouts"]["starvation_reference"] == "priority"
@@ -114,7 +114,7 @@ def _fake_model(root: Path, manifest: dict[str, Any]) -> Path:
 
 
 def test_recipe_notes_what_the_manifest_predates(tmp_path: Path) -> None:
-    from rltune_daemon.train.ppo import rollout_settings
+    from rltune_daemon.train.args import rollout_settings
 
     base = {"trace": "testbed", "iterations": 3, "hyperparameters": {"seed": 7, "base": "fcfs"}}
     _, notes = recipe_args(_fake_model(tmp_path / "old", base), tmp_path / "x")

@@ -14,7 +14,8 @@ from train_helpers import one_torch_thread, random_view, tiny_args
 from rltune_daemon import features
 from rltune_daemon.policies.learned import LearnedPolicy, chunk_rank
 from rltune_daemon.train.network import Actor, Critic, plackett_luce_logp
-from rltune_daemon.train.ppo import UPDATE_STATS, ppo_update, reward
+from rltune_daemon.train.ppo import UPDATE_STATS, ppo_update
+from rltune_daemon.train.reward import reward
 from rltune_daemon.train.sampling import SamplingPolicy, Step
 
 

@@ -14,8 +14,8 @@ import torch
 from rltune_daemon.domain.arrays import ClusterArrays, JobTable
 from rltune_daemon.domain.jobs import Job
 from rltune_daemon.domain.queue import QueueView
+from rltune_daemon.train.args import TrainArgs
 from rltune_daemon.train.network import Actor
-from rltune_daemon.train.ppo import TrainArgs
 
 NOW = 100_000.0
 Samples = list[tuple[np.ndarray[Any, np.dtype[np.float32]], np.ndarray[Any, np.dtype[np.int64]]]]
@@ -63,7 +63,7 @@ def refusal(out: Path, **kw: Any) -> str:
     import pytest
 
     from rltune_daemon.errors import UserError
-    from rltune_daemon.train.ppo import train
+    from rltune_daemon.train.run import train
 
     with pytest.raises(UserError) as info:
         train(tiny_args(out, **kw))
@@ -75,7 +75,7 @@ def refusal(out: Path, **kw: Any) -> str:
 def train_twice(root: Path, **kw: Any) -> tuple[Path, Path, dict[str, Any]]:
     """Two identical seeded tiny runs into ``root/a`` and ``root/b`` (for determinism tests); the first
     run's manifest."""
-    from rltune_daemon.train.ppo import train
+    from rltune_daemon.train.run import train
 
     with one_torch_thread():
         first = train(tiny_args(root / "a", **kw))

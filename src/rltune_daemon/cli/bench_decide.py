@@ -48,8 +48,10 @@ def decision_snapshot(workload: Workload, n_pending: int, seed: int, busy: float
         used = int(rng.binomial(spec.gpus, busy)) if spec.gpus else 0
         cpus = spec.cpus * used // spec.gpus if spec.gpus else int(spec.cpus * busy)
         mem = spec.mem_mb * used // spec.gpus if spec.gpus else int(spec.mem_mb * busy)
-        nodes.append(NodeState(spec.name, spec.gpu_type, spec.gpus, used, spec.cpus, cpus, spec.mem_mb, mem,
-                               spec.partitions, "mixed" if used or cpus else "idle", True))
+        nodes.append(NodeState(name=spec.name, gpu_type=spec.gpu_type, gpus=spec.gpus, gpus_alloc=used,
+                               cpus=spec.cpus, cpus_alloc=cpus, mem_mb=spec.mem_mb, mem_alloc_mb=mem,
+                               partitions=spec.partitions, state="mixed" if used or cpus else "idle",
+                               usable=True))
         if used or cpus:
             limit = float(rng.choice([3600.0, 4 * 3600.0, 12 * 3600.0, 24 * 3600.0]))
             start = CLOCK - float(rng.uniform(0, limit))

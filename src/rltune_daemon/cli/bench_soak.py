@@ -43,7 +43,7 @@ BASELINE_S = 60.0
 NODE_GPUS = {"p100-1": "p100:4", "p100-2": "p100:4", "k80-1": "k80:2", "k80-2": "k80:2", "m40-1": "m40:1"}
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Sample:
     cycle: int
     wall_s: float
@@ -129,9 +129,11 @@ def _watch(proc: subprocess.Popen[str], phase: Phase, state: Path, stop_after: i
         if event.get("errors"):
             phase.errors.append(f"cycle {event['cycle']}: {event.get('error', '')}"[:300])
         rss, fds = _proc(proc.pid)
-        phase.samples.append(Sample(int(event["cycle"]), time.monotonic() - t0, rss, fds, _size(state),
-                                    float(event.get("seconds", 0.0)), int(event.get("jobs_seen", 0)),
-                                    int(event.get("changed", 0))))
+        phase.samples.append(Sample(cycle=int(event["cycle"]), wall_s=time.monotonic() - t0, rss_kb=rss,
+                                    fds=fds, state_bytes=_size(state),
+                                    cycle_s=float(event.get("seconds", 0.0)),
+                                    pending=int(event.get("jobs_seen", 0)),
+                                    changed=int(event.get("changed", 0))))
         if on_cycle is not None:
             on_cycle(len(phase.samples))
         if stop_after and len(phase.samples) == stop_after:

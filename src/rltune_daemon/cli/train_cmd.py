@@ -82,7 +82,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def config_hints() -> dict[str, Any]:
     """The ``--config`` keys and their types: TrainArgs' fields but the command line's."""
-    from rltune_daemon.train.ppo import TrainArgs
+    from rltune_daemon.train.args import TrainArgs
 
     hints = typing.get_type_hints(TrainArgs)
     return {f.name: hints[f.name] for f in dataclasses.fields(TrainArgs)
@@ -91,7 +91,8 @@ def config_hints() -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from rltune_daemon.evaluate.runner import EVAL_DEFAULT_OPTS
-    from rltune_daemon.train.ppo import TrainArgs, train
+    from rltune_daemon.train.args import TrainArgs
+    from rltune_daemon.train.run import train
 
     model = _model_dir(args.config)
     if model is not None:
@@ -145,8 +146,8 @@ def _model_dir(config: Path | None) -> Path | None:
 
 def _repeat(args: argparse.Namespace, model: Path) -> int:
     """``--config MODEL``: train with the model's recorded settings, then compare the actors."""
-    from rltune_daemon.train.ppo import train
     from rltune_daemon.train.recipe import actor_difference, recipe_args
+    from rltune_daemon.train.run import train
 
     given = sorted(k for k, v in vars(args).items()
                    if k not in REPEAT_FREE and v != args.parser_defaults.get(k, v))

@@ -123,7 +123,7 @@ class JobTable:
         return table
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ClusterArrays:
     """Per-node capacity and free resources (mutable: the simulator updates it in place).
 
@@ -204,8 +204,10 @@ class ClusterArrays:
 
     def copy(self) -> ClusterArrays:
         return ClusterArrays(
-            self.names, self.gpu_type, self.gpus_total, self.gpus_free.copy(), self.cpus_total,
-            self.cpus_free.copy(), self.mem_total, self.mem_free.copy(), self.usable.copy(), self.partitions,
-            self.jobs_on.copy(), self.run_node.copy(), self.run_gpus.copy(), self.run_cpus.copy(),
-            self.run_mem.copy(), self.run_end.copy(), self.run_job.copy(),
+            names=self.names, gpu_type=self.gpu_type, gpus_total=self.gpus_total,
+            gpus_free=self.gpus_free.copy(), cpus_total=self.cpus_total, cpus_free=self.cpus_free.copy(),
+            mem_total=self.mem_total, mem_free=self.mem_free.copy(), usable=self.usable.copy(),
+            partitions=self.partitions, jobs_on=self.jobs_on.copy(), run_node=self.run_node.copy(),
+            run_gpus=self.run_gpus.copy(), run_cpus=self.run_cpus.copy(), run_mem=self.run_mem.copy(),
+            run_end=self.run_end.copy(), run_job=self.run_job.copy(),
         )

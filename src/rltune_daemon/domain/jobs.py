@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +21,9 @@ class Job:
     submit: float
     gpus: int
     time_limit: float
+    # the rest by keyword only: side by side they are ints (nodes, cpus, mem_mb) or strings (user,
+    # account, partition, qos) that a wrong position would swap without an error
+    _: KW_ONLY
     runtime: float | None = None
     gpu_types: tuple[str, ...] = ()
     nodes: int = 0

@@ -29,7 +29,7 @@ class Placement:
 DEFAULT_PLACEMENT = Placement()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PlanEntry:
     """One pending job in plan order. ``site_factor`` is the absolute SiteFactor to set so that Slurm's
     priority order of the planned jobs equals the plan order; ``target_priority`` is the resulting

@@ -49,7 +49,7 @@ class RunningJob:
     allocation: tuple[NodeAlloc, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NodeState:
     """Node capacity and current allocation. ``usable`` is False for down/drained/unknown nodes."""
 

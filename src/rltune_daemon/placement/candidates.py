@@ -27,7 +27,7 @@ from rltune_daemon.placement.allocate import Allocation, FreeView, allocate, can
 from rltune_daemon.placement.context import PlacementContext
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Option:
     """One way to start one job. ``job`` is its position in rank order. ``reserve_*`` is what it takes
     from each node of ``alloc.nodes`` (everything free for an exclusive option). ``slowdown``: expected
@@ -121,9 +121,14 @@ def options(ctx: PlacementContext, rows: I64, cands: Candidates, keep: list[int]
             if bool(idle[nodes].all()):
                 whole = Allocation(PlacementKind.SPREAD, nodes, a.gpus, a.cpus, a.mem)
                 alone = (fx.factor(False, a.n_nodes) - 1.0) * gpu_seconds
-                out.append(Option(j, row, whole, True, cl.gpus_free[nodes].copy(), cl.cpus_free[nodes].copy(),
-                                  cl.mem_free[nodes].copy(), alone, left, is_default))
+                out.append(Option(job=j, row=row, alloc=whole, exclusive=True,
+                                  reserve_gpus=cl.gpus_free[nodes].copy(),
+                                  reserve_cpus=cl.cpus_free[nodes].copy(),
+                                  reserve_mem=cl.mem_free[nodes].copy(),
+                                  slowdown=alone, leftover=left, default=is_default))
             shared = Allocation(PlacementKind.PACK, nodes, a.gpus, a.cpus, a.mem)
-            out.append(Option(j, row, shared, False, a.gpus, a.cpus, a.mem,
-                              (fx.factor(True, a.n_nodes) - 1.0) * gpu_seconds, left, is_default))
+            out.append(Option(job=j, row=row, alloc=shared, exclusive=False, reserve_gpus=a.gpus,
+                              reserve_cpus=a.cpus, reserve_mem=a.mem,
+                              slowdown=(fx.factor(True, a.n_nodes) - 1.0) * gpu_seconds, leftover=left,
+                              default=is_default))
     return out

@@ -74,7 +74,7 @@ def _count(reason: str) -> None:
         _fallbacks[reason] += 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MilpOptions:
     """``time_limit``: CBC seconds (process start excluded), counted as ``time_mode`` says: ``cpu`` (the
     default: the simulator's runs do not depend on the machine's load) or ``elapsed`` (the daemon: a
@@ -255,8 +255,9 @@ def milp_placer(ctx: PlacementContext, rows: I64, *, time_limit: float = 0.05, t
                 tie_bonus_s: float = 60.0) -> PlacementResult:
     """Allocations for the ranked ``rows`` (rank order) that can start now, jointly feasible."""
     t0 = time.perf_counter()
-    opts = MilpOptions(time_limit, threads, time_mode, max_candidates, max_jobs, frag_horizon_s,
-                       break_weight, tie_bonus_s)
+    opts = MilpOptions(time_limit=time_limit, threads=threads, time_mode=time_mode,
+                       max_candidates=max_candidates, max_jobs=max_jobs, frag_horizon_s=frag_horizon_s,
+                       break_weight=break_weight, tie_bonus_s=tie_bonus_s)
     head, tail = rows[:max_jobs], rows[max_jobs:]
     problem = build_problem(ctx, head, opts)
     try:

@@ -125,8 +125,32 @@ def plan(
 
 def plan_inputs(inp: PlanInputs, policy: Policy, cfg: PlannerConfig, mem: PlannerMemory,
                 placer: Placer) -> Plan:
-    snap, table = inp.snapshot, inp.table
-    now = snap.clock
+    """The Plan for ``inp``: the policy's order of the plannable jobs, the starvation guard's lifts,
+    the SiteFactors that realise that order, node hints for the top-K, and a reason per job."""
+    table, now = inp.table, inp.snapshot.clock
+    rows, skipped = _plannable(inp.snapshot, cfg)
+    if not len(rows):
+        return Plan(now, policy.name, (), tuple(skipped))
+    ordered, score_of = _policy_order(inp, rows, policy)
+    plan_rows, guarded = _starvation_guard(inp, ordered, cfg, mem)
+    current, targets, sites = _priorities(inp, rows, plan_rows, mem)
+    placements = _placements(inp, plan_rows, cfg, placer)
+    base_pos = _base_rank(inp.base, table.submit, plan_rows)
+    entries = []
+    for k, r in enumerate(plan_rows):
+        row = int(r)
+        place = placements.get(row, Placement())
+        reason = describe(table, row, now, policy.name, k, base_pos[row], row in guarded, place,
+                          row in placements, cfg.starvation_reference)
+        entries.append(PlanEntry(job_id=table.ids[row], rank=k + 1, score=score_of[row],
+                                 current_priority=int(current[k]), target_priority=int(targets[k]),
+                                 site_factor=int(sites[k]), placement=place, reason=reason,
+                                 starts_now=row in placements))
+    return Plan(now, policy.name, tuple(entries), tuple(skipped))
+
+
+def _plannable(snap: Snapshot, cfg: PlannerConfig) -> tuple[I64, list[tuple[str, str]]]:
+    """The rows the plan may move, and ``(job id, why not)`` for every exempt job."""
     skipped: list[tuple[str, str]] = []
     keep: list[int] = []
     for i, (job, st) in enumerate(zip(snap.pending, snap.pending_state, strict=True)):
@@ -135,17 +159,27 @@ def plan_inputs(inp: PlanInputs, policy: Policy, cfg: PlannerConfig, mem: Planne
             skipped.append((job.id, why))
         else:
             keep.append(i)
-    rows = np.array(keep, dtype=np.int64)
-    if not len(rows):
-        return Plan(now, policy.name, (), tuple(skipped))
+    return np.array(keep, dtype=np.int64), skipped
 
-    view = QueueView(table, rows, now, inp.cluster, None)
+
+def _policy_order(inp: PlanInputs, rows: I64, policy: Policy) -> tuple[I64, dict[int, float]]:
+    """``rows`` in the policy's order (PriorityTier first, then score, submit, row), and each row's
+    score for the plan's entries."""
+    table = inp.table
+    view = QueueView(table, rows, inp.snapshot.clock, inp.cluster, None)
     scores = policy.scores(view)
     order_pos = np.lexsort((rows, table.submit[rows], scores, -table.tier[rows]))
-    ordered = rows[order_pos]
     score_of = {int(r): float(s) for r, s in zip(rows, scores, strict=True)}
+    return rows[order_pos], score_of
 
-    # starvation guard, per PriorityTier (SiteFactor cannot move a job across tiers)
+
+def _starvation_guard(inp: PlanInputs, ordered: I64, cfg: PlannerConfig,
+                      mem: PlannerMemory) -> tuple[I64, set[int]]:
+    """The plan order: ``ordered`` with every job that has been below its guard position for its guard
+    time or longer lifted back to that position (the longest-demoted first, at most
+    ``starvation_slots`` per tier), and the lifted rows. Per PriorityTier, as SiteFactor cannot move
+    a job across tiers; ``mem`` keeps since when each job has been demoted."""
+    table, now = inp.table, inp.snapshot.clock
     guarded: set[int] = set()
     final: list[int] = []
     for tier in sorted({int(t) for t in table.tier[ordered]}, reverse=True):
@@ -170,13 +204,17 @@ def plan_inputs(inp: PlanInputs, policy: Policy, cfg: PlannerConfig, mem: Planne
         keys = sorted((lifted[pos] - 0.5 if pos in lifted else float(pos), pos)
                       for pos in range(len(tier_rows)))
         final.extend(int(tier_rows[p]) for _, p in keys)
-    live = {table.ids[int(r)] for r in rows}
+    live = {table.ids[int(r)] for r in ordered}
     for jid in list(mem.demoted_since):
         if jid not in live:
             del mem.demoted_since[jid]
-    plan_rows = np.array(final, dtype=np.int64)
+    return np.array(final, dtype=np.int64), guarded
 
-    # priorities: reuse current SiteFactors when they already give the plan order, else move the fewest
+
+def _priorities(inp: PlanInputs, rows: I64, plan_rows: I64, mem: PlannerMemory) -> tuple[I64, I64, I64]:
+    """Current priorities, target priorities and the SiteFactors that give them, in plan order: the
+    current SiteFactors are reused where they already give the plan order, else the fewest jobs move."""
+    table = inp.table
     gap = mem.priority_gap([table.ids[int(r)] for r in rows], inp.base[rows])
     current = table.priority[plan_rows].astype(np.int64)
     targets = np.empty(len(plan_rows), dtype=np.int64)
@@ -186,33 +224,26 @@ def plan_inputs(inp: PlanInputs, policy: Policy, cfg: PlannerConfig, mem: Planne
         cur = current[sel]
         in_order = realizes(cur, table.submit[plan_rows[sel]])
         targets[sel] = cur if in_order else retarget(cur, inp.base[plan_rows[sel]], gap)
-    sites = site_factors(inp.base[plan_rows], targets)
+    return current, targets, site_factors(inp.base[plan_rows], targets)
 
-    # placement for the top-K jobs that can start now
+
+def _placements(inp: PlanInputs, plan_rows: I64, cfg: PlannerConfig, placer: Placer) -> dict[int, Placement]:
+    """Node hints for the top-K jobs that can start now (none unless ``cfg.placement``)."""
+    table, cluster = inp.table, inp.cluster
     shapes = job_shapes(table, inp.elig)
     placements: dict[int, Placement] = {}
     if cfg.placement:
-        free = FreeView(inp.cluster.gpus_free, inp.cluster.cpus_free, inp.cluster.mem_free)
+        free = FreeView(cluster.gpus_free, cluster.cpus_free, cluster.mem_free)
         top = [int(r) for r in plan_rows[: cfg.top_k]
-               if shapes.feasible[r] and fits(inp.cluster, inp.elig, shapes, int(r), free)]
+               if shapes.feasible[r] and fits(cluster, inp.elig, shapes, int(r), free)]
         if top:
             top_rows = np.array(top, dtype=np.int64)
-            ctx = PlacementContext(table, shapes, inp.cluster, inp.elig, cfg.effects)
+            ctx = PlacementContext(table, shapes, cluster, inp.elig, cfg.effects)
             chosen = placer(ctx, top_rows).allocations
             default = greedy_allocations(ctx, top_rows)
             for row, alloc in chosen.items():
-                placements[row] = _as_placement(alloc, default.get(row), inp.cluster)
-
-    base_pos = _base_rank(inp.base, table.submit, plan_rows)
-    entries = []
-    for k, r in enumerate(plan_rows):
-        row = int(r)
-        place = placements.get(row, Placement())
-        reason = describe(table, row, now, policy.name, k, base_pos[row], row in guarded, place,
-                          row in placements, cfg.starvation_reference)
-        entries.append(PlanEntry(table.ids[row], k + 1, score_of[row], int(current[k]), int(targets[k]),
-                                 int(sites[k]), place, reason, row in placements))
-    return Plan(now, policy.name, tuple(entries), tuple(skipped))
+                placements[row] = _as_placement(alloc, default.get(row), cluster)
+    return placements
 
 
 def _as_placement(alloc: Allocation, default: Allocation | None, cl: ClusterArrays) -> Placement:

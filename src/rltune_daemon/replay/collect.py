@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 TERMINAL = frozenset({"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
@@ -21,6 +21,7 @@ FIELDS = 7
 @dataclass
 class JobTimes:
     job_id: str
+    _: KW_ONLY  # what was seen of the job, by name: three times and two node lists side by side
     state: str = ""
     submit: float | None = None
     start: float | None = None

@@ -71,7 +71,7 @@ class ReplayConfig:
                           pure=True)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ArmRun:
     """What one arm did on the real cluster (times are Slurm's, epoch seconds)."""
 
@@ -176,7 +176,7 @@ def run_arm(cfg: ReplayConfig, arm: Arm, win: ReplayWindow, target: clusters.Tar
     plan = submission_plan(win, cfg.speedup, target.partition, win.window.cluster)
     collector = Collector(target.env)
     mine = threading.Event()  # this arm's submissions only: a failing seed must not stop the others
-    submitter = Submitter(plan, target.env, mine)
+    submitter = Submitter(plan=plan, env=target.env, stop=mine)
     daemon: subprocess.Popen[bytes] | None = None
     log = out / "daemon" / f"seed{win.seed}-{slug(arm.spec)}.log"
     began = time.monotonic()
@@ -243,9 +243,11 @@ def run_arm(cfg: ReplayConfig, arm: Arm, win: ReplayWindow, target: clusters.Tar
     collector.poll(ids)  # after cleanup: what Slurm still holds of ours (a finished arm: nothing)
     if daemon is not None and rc not in (0, None):
         notes.append(f"daemon exit status {rc} (see {log})")
-    return ArmRun(arm.spec, win.seed, submitter.t0, list(submitter.submitted), dict(collector.jobs),
-                  time.monotonic() - began, weights, notes, rc, str(log) if daemon is not None else "",
-                  collector.polls, len(collector.queued(ids)), pass_period, counts)
+    return ArmRun(arm=arm.spec, seed=win.seed, t0=submitter.t0, submitted=list(submitter.submitted),
+                  times=dict(collector.jobs), wall_seconds=time.monotonic() - began, weights=weights,
+                  notes=notes, daemon_rc=rc, daemon_log=str(log) if daemon is not None else "",
+                  polls=collector.polls, left_in_queue=len(collector.queued(ids)), pass_period=pass_period,
+                  daemon_counts=counts)
 
 
 def run_seed(cfg: ReplayConfig, arms: tuple[Arm, ...], seed: int, out: Path, stop: threading.Event,
@@ -359,15 +361,17 @@ def resimulate(source: Path, out: Path, passes: str = "grid") -> dict[str, Any]:
             for r in rows:
                 sub, start, end = (None if r[k] is None else t0 + r[k] / cfg.speedup
                                    for k in ("submit", "start", "end"))
-                t = JobTimes(r["job_id"], "COMPLETED", sub, start, end, r["nodes"], r["excluded"],
-                             bool(r["excluded"]))
+                t = JobTimes(r["job_id"], state="COMPLETED", submit=sub, start=start, end=end,
+                             nodes=r["nodes"], excluded=r["excluded"], ever_excluded=bool(r["excluded"]))
                 times[r["job_id"]] = t
                 subs.append(Submitted(r["trace_id"], r["job_id"], t0, ()))
             meta = next(x for x in old["runs"] if x["arm"] == arm.spec and x["seed"] == seed)
-            res.real[arm.spec] = ArmRun(arm.spec, seed, t0, subs, times, meta["wall_seconds"], weights,
-                                        list(meta.get("notes", [])), meta.get("daemon_rc"), "",
-                                        meta.get("polls", 0), meta.get("left_in_queue", 0), period,
-                                        meta.get("daemon_counts", {}))
+            res.real[arm.spec] = ArmRun(arm=arm.spec, seed=seed, t0=t0, submitted=subs, times=times,
+                                        wall_seconds=meta["wall_seconds"], weights=weights,
+                                        notes=list(meta.get("notes", [])), daemon_rc=meta.get("daemon_rc"),
+                                        daemon_log="", polls=meta.get("polls", 0),
+                                        left_in_queue=meta.get("left_in_queue", 0), pass_period=period,
+                                        daemon_counts=meta.get("daemon_counts", {}))
             res.sim[arm.spec] = simulate(arm, win, weights, cfg.trace, period, trace_cycle(cfg.speedup),
                                          passes)
         results.append(res)

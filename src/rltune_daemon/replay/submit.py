@@ -21,7 +21,7 @@ class Submitted:
     argv: tuple[str, ...]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Submitter:
     """Submits ``plan`` (trace id, seconds after ``t0``, request) with ``env``; ``submitted`` grows as
     jobs are accepted; ``error`` is the first sbatch failure (submission then stops)."""

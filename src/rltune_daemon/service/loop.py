@@ -17,7 +17,7 @@ import signal
 import sys
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import KW_ONLY, asdict, dataclass, field
 from types import FrameType
 from typing import Any, TextIO
 
@@ -64,6 +64,7 @@ class CycleReport:
     """What one cycle saw and did: the canonical log line."""
 
     cycle: int
+    _: KW_ONLY  # the rest by name: most of them are counts side by side
     outcome: str = "skipped"  # applied | dry_run | skipped
     trigger: str = "start"  # start | interval | queue (a queue check saw a job arrive, start or end)
     jobs_seen: int = 0

@@ -48,7 +48,7 @@ TIER_SPAN = 1e12  # static keys: -tier * TIER_SPAN + score keeps tiers apart in 
 R = TypeVar("R")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SimResult:
     """Per-job outcome (NaN where a job did not run) and the summary metrics."""
 
@@ -172,9 +172,11 @@ class Simulator:
                           for n, g, c, m in zip(alloc.nodes, alloc.gpus, alloc.cpus, alloc.mem, strict=True))
             running.append(RunningJob(jobs[row], float(self.start[row]), est, parts))
         nodes = tuple(
-            NodeState(spec.name, spec.gpu_type, spec.gpus, int(spec.gpus - cl.gpus_free[i]), spec.cpus,
-                      int(spec.cpus - cl.cpus_free[i]), spec.mem_mb, int(spec.mem_mb - cl.mem_free[i]),
-                      spec.partitions, "mixed" if cl.jobs_on[i] else "idle", bool(cl.usable[i]))
+            NodeState(name=spec.name, gpu_type=spec.gpu_type, gpus=spec.gpus,
+                      gpus_alloc=int(spec.gpus - cl.gpus_free[i]), cpus=spec.cpus,
+                      cpus_alloc=int(spec.cpus - cl.cpus_free[i]), mem_mb=spec.mem_mb,
+                      mem_alloc_mb=int(spec.mem_mb - cl.mem_free[i]), partitions=spec.partitions,
+                      state="mixed" if cl.jobs_on[i] else "idle", usable=bool(cl.usable[i]))
             for i, spec in enumerate(self.workload.cluster.nodes))
         partitions = self.workload.cluster.partitions
         return Snapshot(self.now, pend, st, tuple(running), nodes, partitions, "simulator")
@@ -567,8 +569,9 @@ class Simulator:
                             self.workload.cluster.total_gpus)
         ran = ~np.isnan(self.start)
         metrics["slowdown_mean"] = float(self.slow[ran].mean()) if ran.any() else 1.0
-        return SimResult(self.controller.name, self.start, self.end, self.slow, metrics, dict(self.stats),
-                         self.dropped, self.reservation_log, self.alloc_log)
+        return SimResult(policy=self.controller.name, start=self.start, end=self.end, slowdown=self.slow,
+                         metrics=metrics, stats=dict(self.stats), dropped=self.dropped,
+                         reservations=self.reservation_log, allocations=self.alloc_log)
 
 
 def drive(steps: Generator[I64, I64, R]) -> R:

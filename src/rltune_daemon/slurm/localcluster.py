@@ -14,7 +14,7 @@ import signal
 import socket
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -87,6 +87,7 @@ class LocalCluster:
     up.sh; ``None`` keeps the script defaults (6817, 17001-17005, 10 s)."""
 
     state_dir: Path = field(default_factory=lambda: Path(default_state_dir()))
+    _: KW_ONLY  # the rest by name: ports and switches side by side
     ctld_port: int | None = None
     slurmd_port: int | None = None
     message_timeout: int | None = None

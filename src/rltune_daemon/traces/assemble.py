@@ -189,7 +189,8 @@ def assemble(
         raise ValueError(f"{name}: job ids are not unique")
     user, account, qos = _strs(raw.user, n), _strs(raw.account, n), _strs(raw.qos, n)
     jobs = tuple(
-        Job(ids[r], s, g, lim, rt, types[i], nd, c, m, user[i], account[i], parts[i], qos[i])
+        Job(ids[r], s, g, lim, runtime=rt, gpu_types=types[i], nodes=nd, cpus=c, mem_mb=m, user=user[i],
+            account=account[i], partition=parts[i], qos=qos[i])
         for r, (i, s, rt, lim, g, nd, c, m) in enumerate(
             zip(
                 idx.tolist(),

@@ -13,8 +13,8 @@ base policy on each window.
 A search like this only works in few dimensions, so the actor is one linear layer over the 9 actor
 inputs: a scheduling formula with one weight per input (features.md), which the manifest lists
 (``linear_scorer``) so an admin can read what was learned. It starts from the warm start (an imitation
-of the base policy) or a trained model (``--init``). Validation and export are PPO's (``ppo.Session``):
-the exported weights are the validated mean that scored best.
+of the base policy) or a trained model (``--init``). Episodes, validation and export are the shared
+harness's, as PPO's (``harness.Session``): the exported weights are the validated mean that scored best.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from rltune_daemon.errors import UserError
-from rltune_daemon.train.ppo import TrainArgs, _state, batch_means, open_session
+from rltune_daemon.train.args import TrainArgs
+from rltune_daemon.train.harness import batch_means, open_session, state_copy
 
 VALIDATE_EVERY = 2  # generations; a generation runs ~3x the episodes of a PPO iteration (validated every 5)
 SMOOTHING = 0.5  # each generation moves the mean and spread half-way to the elite's: a few noisy windows
@@ -67,7 +68,7 @@ def train_cem(args: TrainArgs) -> dict[str, Any]:
 
     def weights(theta: F64) -> dict[str, torch.Tensor]:
         vector_to_parameters(torch.from_numpy(theta).float(), actor.parameters())
-        return _state(actor)
+        return state_copy(actor)
 
     mean = parameters_to_vector(actor.parameters()).detach().double().numpy().copy()
     size = float(np.linalg.norm(mean)) / math.sqrt(len(mean))

@@ -4,7 +4,7 @@ One episode is a batch of ``episode_jobs`` consecutive jobs from the training sp
 idle cluster (the same episodes our PPO trainer uses). At every scheduling decision the agent sees the
 oldest ``MAX_QUEUE`` pending jobs (``jobs``: actor features, ``mask``: real rows) and picks the job to put
 first; the others follow in the base policy's order. The reward is 0 until the episode ends, then the
-normalised gap to the base policy on the same batch (``ppo.reward``), as in the paper. Both runs use the
+normalised gap to the base policy on the same batch (``train.reward``), as in the paper. Both runs use the
 simulator's backfill with ``bf_reservations`` (1: EASY; 500: Slurm's ``sched/backfill``), as
 ``rltune train --bf-reservations`` does.
 """
@@ -33,7 +33,7 @@ from rltune_daemon.sim.engine import SimResult, Simulator
 from rltune_daemon.traces import load_workload, split_by_time
 from rltune_daemon.train.episodes import episode_workload
 from rltune_daemon.train.history import EpisodeHistory
-from rltune_daemon.train.reward import checked_metric
+from rltune_daemon.train.reward import checked_metric, reward
 
 OBS_BOUND = 10.0
 
@@ -109,8 +109,6 @@ class RLTuneEnv(gym.Env[dict[str, np.ndarray], int]):
                 "mask": np.zeros(MAX_QUEUE, dtype=np.int8)}
 
     def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
-        from rltune_daemon.train.ppo import reward
-
         if self._steps is None or self._sim is None:
             return self._empty(), 0.0, True, False, {}
         sim, rows = self._sim, self._pending

@@ -7,27 +7,21 @@ from __future__ import annotations
 import math
 import platform
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from rltune_daemon import features
 from rltune_daemon.features import naive
 from rltune_daemon.policies.learned import MODEL_FILE
+from rltune_daemon.train.args import TrainArgs, rollout_settings
 from rltune_daemon.train.heldout import HeldoutSpec, measure_heldout, write_manifest
 from rltune_daemon.train.network import Actor
-
-if TYPE_CHECKING:
-    from rltune_daemon.train.ppo import TrainArgs
 
 
 def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[str, Any]],
                  best: dict[str, Any], warm_start: dict[str, float] | None = None,
                  start_val: float | None = None, init: dict[str, Any] | None = None) -> dict[str, Any]:
-    # ppo imports this module at its top to export what it trained; reading its rollout settings at
-    # call time keeps the two from importing each other while loading (and export free of PuLP)
-    from rltune_daemon.train.ppo import rollout_settings
-
     out = args.out
     actor.eval()
     scripted = torch.jit.script(actor)

@@ -18,7 +18,7 @@ from rltune_daemon.policies.learned import load_learned, model_identity
 from rltune_daemon.train.network import Actor
 
 if TYPE_CHECKING:
-    from rltune_daemon.train.ppo import TrainArgs
+    from rltune_daemon.train.args import TrainArgs
 
 
 def _layers(state: dict[str, torch.Tensor]) -> list[int]:

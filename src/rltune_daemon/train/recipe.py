@@ -18,7 +18,7 @@ import torch
 
 from rltune_daemon.errors import UserError
 from rltune_daemon.policies.learned import MODEL_FILE, actor_sha256, read_manifest
-from rltune_daemon.train.ppo import TrainArgs, rollout_settings
+from rltune_daemon.train.args import TrainArgs, rollout_settings
 
 # TrainArgs fields that are not the recipe: where the run writes, how it is run and shown.
 NOT_RECIPE = frozenset({"trace", "out", "opts", "cluster", "init", "workers", "progress", "max_iterations"})
