@@ -19,6 +19,8 @@ from rltune_daemon.errors import run_guarded
 TRAIN_EXTRAS = frozenset({"gymnasium", "matplotlib", "tqdm", "submitit"})
 TRAIN_EXTRAS_INSTALL = 'pip install "rltune-daemon[train]"'
 
+# Imported by name, one at a time: a command whose module needs a library of the train extra that is
+# not installed is still listed and answers with the install line, while the others work.
 COMMAND_MODULES = (
     "rltune_daemon.cli.trace_cmd",
     "rltune_daemon.cli.evaluate_cmd",
@@ -38,8 +40,6 @@ def build_parser() -> argparse.ArgumentParser:
             module = importlib.import_module(name)
             module.register(sub)  # registering may import more (defaults shown in --help)
         except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue  # sub-command not built yet
             if _extra(exc) is None:
                 raise
             # the command needs a training library to build its options: keep the command (so it is

@@ -12,9 +12,8 @@ counted.
 
 from __future__ import annotations
 
-import importlib
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -89,14 +88,6 @@ def trained_under(identity: Mapping[str, Any], deployed: Mapping[str, Any]) -> s
             f"daemon's interval and starvation_* keys; docs/operations.md, 'Model or base policy?'){retrain}")
 
 
-LEARNED_MODULE = "rltune_daemon.policies.learned"
-MILP_MODULE = "rltune_daemon.placement.milp"
-
-
-def _learned_missing(exc: ModuleNotFoundError) -> bool:
-    return bool(exc.name) and LEARNED_MODULE.startswith(str(exc.name))
-
-
 # why a configured model is not the one deciding: it could not be loaded, its own held-out record puts
 # it behind multifactor or its base policy, or it failed while scoring
 FALLBACK_KINDS = ("unusable", "behind_base", "failed")
@@ -119,13 +110,11 @@ def choose_policy(model: str, base_policy: str, run_behind: bool = False) -> Pol
 
 def _load(model: str, base: Policy) -> tuple[PolicyChoice, str]:
     """The model's choice and, when its held-out record puts it behind, the policy to run instead."""
-    try:  # imported by name: the module is built separately and may be absent
-        module = importlib.import_module(LEARNED_MODULE)
-        load_learned = cast(Callable[[Path], Policy], module.load_learned)
-    except ModuleNotFoundError as exc:
-        why = ("learned policies are not available in this build" if _learned_missing(exc)
-               else f"cannot load the learned policy: missing module {exc.name}")
-        return PolicyChoice(base, model, "", f"{why}; using {base.name}", fallback_kind="unusable"), ""
+    try:  # lazily: the learned policy loads torch, which a daemon running a heuristic never needs
+        from rltune_daemon.policies.learned import load_learned, model_identity
+    except ModuleNotFoundError as exc:  # a broken install must not stop the daemon: run the base policy
+        return PolicyChoice(base, model, "", f"cannot load the learned policy: missing module {exc.name}; "
+                            f"using {base.name}", fallback_kind="unusable"), ""
     try:
         policy = load_learned(Path(model))
     except UserError as err:
@@ -134,7 +123,7 @@ def _load(model: str, base: Policy) -> tuple[PolicyChoice, str]:
         return PolicyChoice(base, model, "", f"model {model}: {type(exc).__name__}: {exc}; using {base.name}",
                             fallback_kind="unusable"), ""
     schema = str(getattr(policy, "schema_hash", "") or "")
-    identity = cast(Callable[[Path], dict[str, Any]], module.model_identity)(Path(model))
+    identity = model_identity(Path(model))
     manifest = cast(dict[str, Any], getattr(policy, "manifest", {}))
     where = standing(manifest)
     return PolicyChoice(policy, model, schema, identity=identity, behind_base=where.reason), where.instead
@@ -155,14 +144,13 @@ class CountingPlacer:
         self.unavailable = ""
         self.inner: Placer = greedy_placer
         if kind == "milp":
-            try:
-                module = importlib.import_module(MILP_MODULE)
-            except ModuleNotFoundError as exc:
+            try:  # lazily: PuLP is loaded only when the MILP places
+                from rltune_daemon.placement.milp import make_milp_placer
+            except ModuleNotFoundError as exc:  # no PuLP: greedy placement, counted and logged
                 self.unavailable = f"MILP placer unavailable (no module {exc.name}); using greedy"
             else:
-                factory = cast(Callable[..., Placer], module.make_milp_placer)
                 # a live decision has a deadline: CBC counts wall-clock time (the simulator counts CPU)
-                self.inner = factory(time_limit=time_limit, time_mode="elapsed")
+                self.inner = make_milp_placer(time_limit=time_limit, time_mode="elapsed")
 
     def __call__(self, ctx: PlacementContext, rows: I64) -> PlacementResult:
         result = self.inner(ctx, rows)
