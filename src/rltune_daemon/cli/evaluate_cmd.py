@@ -8,16 +8,14 @@ count are ``--config`` keys, under the names results.json records them by in its
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import shlex
 import sys
-import typing
 from pathlib import Path
 from typing import Any
 
 from rltune_daemon.cli.common import add_bf_reservations
-from rltune_daemon.cli.settings import read_settings
+from rltune_daemon.cli.settings import field_hints, read_settings
 from rltune_daemon.errors import UserError
 from rltune_daemon.evaluate.engines import parse_engine
 from rltune_daemon.evaluate.report import fallback_note, load_line, markdown_table, write_results
@@ -92,9 +90,7 @@ def run(args: argparse.Namespace) -> int:
 def config_hints() -> dict[str, Any]:
     """The ``--config`` keys and their types: EvalConfig's fields but the command line's; the guard's
     ``starvation_seconds`` may also be "off", as results.json records a guard switched off."""
-    hints = typing.get_type_hints(EvalConfig)
-    hints["starvation_seconds"] = float | str
-    return {f.name: hints[f.name] for f in dataclasses.fields(EvalConfig) if f.name not in FLAGS}
+    return field_hints(EvalConfig, FLAGS.keys(), starvation_seconds=float | str)
 
 
 def eval_config(args: argparse.Namespace) -> EvalConfig:

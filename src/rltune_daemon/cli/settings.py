@@ -9,13 +9,22 @@ or value is one line naming it, before any work.
 
 from __future__ import annotations
 
+import dataclasses
 import types
-from collections.abc import Mapping
+import typing
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin
 
 from rltune_daemon.errors import UserError
 from rltune_daemon.service.config import read_toml
+
+
+def field_hints(cls: Any, skip: Collection[str], **override: Any) -> dict[str, Any]:
+    """The dataclass ``cls``'s fields and their types, but those in ``skip`` (what the command line
+    sets, or what is no setting); ``override`` gives a field another type than its own."""
+    hints = {**typing.get_type_hints(cls), **override}
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.name not in skip}
 
 
 def read_settings(path: Path, hints: Mapping[str, Any], flags: Mapping[str, str]) -> dict[str, Any]:

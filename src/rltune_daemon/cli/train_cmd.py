@@ -8,14 +8,12 @@ and ``--config MODEL`` repeats a model's recorded run.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
-import typing
 from pathlib import Path
 from typing import Any
 
 from rltune_daemon.cli.common import add_bf_reservations, parse_opts, print_json
-from rltune_daemon.cli.settings import read_settings
+from rltune_daemon.cli.settings import field_hints, read_settings
 from rltune_daemon.errors import UserError
 from rltune_daemon.policies import BASELINES, make_policy
 from rltune_daemon.policies.learned import MANIFEST_FILE
@@ -84,9 +82,7 @@ def config_hints() -> dict[str, Any]:
     """The ``--config`` keys and their types: TrainArgs' fields but the command line's."""
     from rltune_daemon.train.args import TrainArgs
 
-    hints = typing.get_type_hints(TrainArgs)
-    return {f.name: hints[f.name] for f in dataclasses.fields(TrainArgs)
-            if f.name not in FLAGS and f.name not in NOT_SETTINGS}
+    return field_hints(TrainArgs, FLAGS.keys() | NOT_SETTINGS)
 
 
 def run(args: argparse.Namespace) -> int:
