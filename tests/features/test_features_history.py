@@ -13,7 +13,7 @@ from rltune_daemon import features
 from rltune_daemon.domain.arrays import ClusterArrays, JobTable
 from rltune_daemon.domain.history import RunHistory
 from rltune_daemon.domain.queue import QueueView
-from rltune_daemon.features.schema import INDEX, LEGACY_ACTOR_DIM, new_history
+from rltune_daemon.features.schema import INDEX, new_history
 from rltune_daemon.policies.learned import LearnedPolicy
 from rltune_daemon.traces import load_workload, split_by_time
 from rltune_daemon.train.history import EpisodeHistory
@@ -60,23 +60,18 @@ def test_an_episode_knows_only_runs_that_ended_before_it() -> None:
     assert len(eh.at(0)) == 0 and eh.history(start).runs == len(runs)
 
 
-def test_a_model_with_8_inputs_ignores_the_history() -> None:
-    """Models trained before hist_time read slots 1-8: their scores do not depend on any history, and the
-    daemon does not ask sacct for them."""
+def test_a_model_learns_the_run_history() -> None:
+    """A model reads the hist_time input: what it has seen finish changes its scores."""
     torch.manual_seed(0)
-    old = LearnedPolicy(torch.jit.script(Actor(LEGACY_ACTOR_DIM).eval()),
-                        {"features": "sampled", "input_dim": LEGACY_ACTOR_DIM})
     new = LearnedPolicy(torch.jit.script(Actor(features.ACTOR_DIM).eval()),
                         {"features": "sampled", "input_dim": features.ACTOR_DIM})
-    assert not old.learns_history and new.learns_history
+    assert new.learns_history
     view = _view()
-    before_old, before_new = old.scores(view), new.scores(view)
-    for p in (old, new):
-        for r in range(40):
-            p.observe_finish(view.table, r, 10.0 * (r + 1))
-    assert np.array_equal(old.scores(view), before_old) and old.runs_learned == 0
+    before = new.scores(view)
+    for r in range(40):
+        new.observe_finish(view.table, r, 10.0 * (r + 1))
     assert new.runs_learned == 40
-    assert not np.array_equal(new.scores(view), before_new)
+    assert not np.array_equal(new.scores(view), before)
 
 
 @pytest.mark.parametrize("n", [0, 1, 25])

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from rltune_daemon import features
-from rltune_daemon.features.schema import LEGACY_ACTOR_DIM, SUPERSEDED
 from rltune_daemon.policies.learned import load_learned, model_identity
 
 MODELS = sorted(p for p in (Path(__file__).resolve().parents[2] / "models").glob("*")
@@ -27,10 +26,8 @@ def test_shipped_model_loads(path: Path) -> None:
     ident = model_identity(path)
     assert path.name.startswith(f"{ident['trace']}-{ident['base_policy']}")
     policy = load_learned(path)
-    if policy.feature_mode == "sampled":  # the current schema, or one it supersedes value for value
-        current = policy.schema_hash == features.SCHEMA_HASH
-        assert current or SUPERSEDED[policy.schema_hash][0] == features.SCHEMA_HASH
-        assert policy.input_dim == (features.ACTOR_DIM if current else LEGACY_ACTOR_DIM)
+    if policy.feature_mode == "sampled":
+        assert policy.schema_hash == features.SCHEMA_HASH and policy.learns_history
 
 
 def test_demo_repeats_the_models_own_caveat(capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -90,46 +89,36 @@ def test_sim_daemon_feeds_qssf_every_finished_job(tmp_path: Path) -> None:
     assert d.choice.policy.runs_learned == finished  # every finished job exactly once
 
 
-def _model_dir(tmp_path: Path, dim: int) -> Path:
-    """An untrained model directory as training writes it; 8 inputs: as trained before hist_time."""
+def _model_dir(tmp_path: Path) -> Path:
+    """An untrained model directory as training writes it."""
     import torch
 
-    from rltune_daemon.features.schema import LEGACY_ACTOR_DIM
+    from rltune_daemon.features import ACTOR_DIM
     from rltune_daemon.train.args import TrainArgs
     from rltune_daemon.train.export import export_model
     from rltune_daemon.train.network import Actor
 
     torch.manual_seed(0)
-    out = tmp_path / f"m{dim}"
+    out = tmp_path / "m"
     out.mkdir()
-    export_model(Actor(dim), TrainArgs(trace="testbed", out=out, heldout_windows=0), 0.0, [], {})
-    if dim == LEGACY_ACTOR_DIM:
-        mf = json.loads((out / "manifest.json").read_text())
-        mf.update(input_dim=LEGACY_ACTOR_DIM, schema_hash="a62a33768c8027f1")
-        (out / "manifest.json").write_text(json.dumps(mf))
+    export_model(Actor(ACTOR_DIM), TrainArgs(trace="testbed", out=out, heldout_windows=0), 0.0, [], {})
     return out
 
 
 def test_a_model_with_the_history_input_is_fed_like_qssf(tmp_path: Path) -> None:
-    """A 9-input model (``hist_time``) learns the finished runs; an 8-input one is never asked for them."""
-    from rltune_daemon.features import ACTOR_DIM
-    from rltune_daemon.features.schema import LEGACY_ACTOR_DIM
-
-    learned = {}
-    for dim in (ACTOR_DIM, LEGACY_ACTOR_DIM):
-        out = _model_dir(tmp_path, dim)
-        (tmp_path / f"c{dim}").mkdir()
-        cfg = config(tmp_path / f"c{dim}", model=str(out), backend="sim", sim__jobs=120, sim__speedup=0)
-        backend = SimBackend(cfg)
-        d = _daemon(cfg, backend)
-        assert not d.choice.fallback, d.choice.fallback
-        for _ in range(30):
-            d.cycle()
-            backend.tick(cfg.interval)
+    """A model (its ``hist_time`` input) learns every finished run exactly once."""
+    out = _model_dir(tmp_path)
+    (tmp_path / "c").mkdir()
+    cfg = config(tmp_path / "c", model=str(out), backend="sim", sim__jobs=120, sim__speedup=0)
+    backend = SimBackend(cfg)
+    d = _daemon(cfg, backend)
+    assert not d.choice.fallback, d.choice.fallback
+    for _ in range(30):
         d.cycle()
-        learned[dim] = (d.choice.policy.runs_learned, int(np.count_nonzero(~np.isnan(backend.slurm.sim.end))))
-    assert learned[ACTOR_DIM][0] == learned[ACTOR_DIM][1] > 0
-    assert learned[LEGACY_ACTOR_DIM][0] == 0
+        backend.tick(cfg.interval)
+    d.cycle()
+    finished = int(np.count_nonzero(~np.isnan(backend.slurm.sim.end)))
+    assert d.choice.policy.runs_learned == finished > 0
 
 
 class _NoAccounting(SimBackend):
@@ -163,9 +152,7 @@ def test_no_accounting_is_said_once_and_cycles_go_on(tmp_path: Path) -> None:
 
 
 def test_no_accounting_for_a_history_model_names_the_model(tmp_path: Path) -> None:
-    from rltune_daemon.features import ACTOR_DIM
-
-    model = _model_dir(tmp_path, ACTOR_DIM)
+    model = _model_dir(tmp_path)
     _, text = _dry_runs_without_accounting(tmp_path, 1, model=str(model))
     assert f"!!! {model} has no run history" in text
     assert "hist_time input is the requested time" in text

@@ -289,15 +289,14 @@ def test_daemon_does_not_act_on_a_model_its_own_heldout_record_puts_behind(tmp_p
     assert not choose_policy(m, "sjf").fallback
 
 
-def test_model_under_a_superseded_schema_still_loads(tmp_path: Path) -> None:
-    """A schema change that only moved a declaration (same values) keeps earlier models usable; a hash
-    that is neither current nor superseded by the current one is refused."""
-    from rltune_daemon.features.schema import SUPERSEDED
-
+def test_a_model_of_another_schema_or_width_is_refused(tmp_path: Path) -> None:
+    """A model trained under another feature schema, or reading another number of inputs, would score
+    other numbers than it was trained on: the loader refuses it in one line that says to retrain."""
     path = _good(tmp_path)
-    old = next(h for h, (new, _) in SUPERSEDED.items() if new == features.SCHEMA_HASH)
-    _manifest_edit("schema_hash", old)(path)
-    assert load_learned(path).schema_hash == old
     _manifest_edit("schema_hash", features.SCHEMA_HASH[::-1])(path)
-    with pytest.raises(UserError, match="does not match"):
+    with pytest.raises(UserError, match=r"does not match.*retrain"):
+        load_learned(path)
+    _manifest_edit("schema_hash", features.SCHEMA_HASH)(path)
+    _manifest_edit("input_dim", 8)(path)
+    with pytest.raises(UserError, match=f"reads 8 inputs, this version's {features.ACTOR_DIM}; retrain"):
         load_learned(path)

@@ -72,9 +72,9 @@ def test_nothing_better_exports_the_start_and_the_manifest_names_it(
     assert manifest["linear_scorer"] == pytest.approx(shipped_formula, abs=1e-5)
 
 
-def _legacy_model(root: Path) -> Path:
-    """A model of 8 inputs (trained before ``hist_time``): it still loads, but cannot be fine-tuned."""
-    out = root / "legacy"
+def _eight_input_model(root: Path) -> Path:
+    """A model of 8 inputs (as trained before the ``hist_time`` input)."""
+    out = root / "eight-inputs"
     out.mkdir()
     torch.jit.save(torch.jit.script(Actor(8, 0)), str(out / "actor.pt"))
     manifest = json.loads((SHIPPED / "manifest.json").read_text())
@@ -91,15 +91,15 @@ def _legacy_model(root: Path) -> Path:
      "it reads 'naive' features; set features = 'naive'"),
     ({"init": "ppo-shaped"}, "its actor's layers are 9-64-32-1, this run's 9-1; set hidden = 64 "
                              "(--algo cem searches linear scorers only)"),
-    ({"init": "legacy"}, "its actor reads 8 inputs, this version's 9; it cannot be fine-tuned"),
+    ({"init": "eight-inputs"}, "its actor reads 8 inputs, this version's 9; retrain the model"),
 ])
 def test_a_model_that_does_not_fit_is_refused_before_any_work(tmp_path: Path, kw: dict[str, Any],
                                                                needle: str) -> None:
     if kw.get("init") == "ppo-shaped":
         export_untrained(Actor(features.ACTOR_DIM, 64), tmp_path / "ppo-shaped")
         kw = {"init": tmp_path / "ppo-shaped"}
-    elif kw.get("init") == "legacy":
-        kw = {"init": _legacy_model(tmp_path)}
+    elif kw.get("init") == "eight-inputs":
+        kw = {"init": _eight_input_model(tmp_path)}
     elif kw.get("init") == "residual":  # as earlier versions trained them (manifest reach > 0)
         residual = tmp_path / "residual"
         shutil.copytree(SHIPPED, residual)

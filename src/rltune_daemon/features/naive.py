@@ -25,12 +25,6 @@ def naive_schema() -> dict[str, Any]:
 
 
 NAIVE_SCHEMA_HASH = hashlib.sha256(json.dumps(naive_schema(), sort_keys=True).encode()).hexdigest()[:16]
-# the naive hash follows the full one's (``normalisation_from``): see ``schema.SUPERSEDED``
-NAIVE_SUPERSEDED: dict[str, tuple[str, str]] = {
-    "b5bb7dbafaa72785": ("c6888430f1f5a362", "normalisation_from a6d9872f25121d96, superseded"),
-    "91504c93f2d51efd": ("c6888430f1f5a362", "normalisation_from a62a33768c8027f1, superseded (hist_time "
-                                             "appended; the 5 naive columns unchanged)"),
-}
 
 
 def naive_features(view: QueueView) -> F32:

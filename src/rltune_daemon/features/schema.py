@@ -160,7 +160,7 @@ ACTOR_SLOTS: tuple[Slot, ...] = (
          (("can_schedule_now", 1.0), ("num_ways_to_schedule", 1.0))),
     Slot("availability", "future availability", (("future_availability", 1.0),)),
     Slot("fragmentation", "CFF: tells the actor which variant slots lead/second hold", (("cff", 1.0),)),
-    Slot("hist_time", "history-estimated duration (appended last: 8-input models read slots 1-8)",
+    Slot("hist_time", "history-estimated duration",
          (("hist_time", 1.0),)),
 )
 
@@ -173,7 +173,6 @@ CRITIC_SLOTS: tuple[Slot, ...] = (
 )
 
 ACTOR_DIM = 9
-LEGACY_ACTOR_DIM = 8  # models trained before ``hist_time`` read the first 8 slots, unchanged
 CRITIC_DIM = 5
 assert len(FEATURE_NAMES) == 18 and len(ACTOR_SLOTS) == ACTOR_DIM and len(CRITIC_SLOTS) == CRITIC_DIM
 
@@ -193,18 +192,6 @@ def schema_hash(features: tuple[FeatureSpec, ...] = FEATURES, actor: tuple[Slot,
 
 
 SCHEMA_HASH: str = schema_hash()
-
-# Earlier hashes whose features are value-for-value those of the current one (a declaration moved, no
-# number changed; or slots appended after the ones an older model reads), with why: models trained
-# under them still load. Add an entry only with a check that
-# the models score identically (docs/features.md, "Migration").
-SUPERSEDED: dict[str, tuple[str, str]] = {
-    "a6d9872f25121d96": ("a1fab8c3b81c4d6f", "urgency weights 0.5/0.5 declared as hashed params; then "
-                                             "hist_time appended (an 8-input model reads slots 1-8)"),
-    "a62a33768c8027f1": ("a1fab8c3b81c4d6f", "hist_time appended as feature 18 and actor slot 9; slots 1-8 "
-                                             "unchanged, an 8-input model reads those"),
-}
-
 
 def schema() -> dict[str, Any]:
     """The schema as a JSON-ready dict for the model manifest (hashed part plus descriptions)."""

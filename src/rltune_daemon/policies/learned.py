@@ -24,7 +24,7 @@ from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.errors import UserError
 from rltune_daemon.features import naive
 from rltune_daemon.features.naive import naive_features
-from rltune_daemon.features.schema import LEGACY_ACTOR_DIM, SUPERSEDED, new_history
+from rltune_daemon.features.schema import new_history
 from rltune_daemon.policies.base import Policy
 
 MAX_QUEUE = 256
@@ -60,12 +60,7 @@ class LearnedPolicy(Policy):
     name = "rltune"
 
     def __post_init__(self) -> None:
-        self.learns_history = self.feature_mode == "sampled" and self.input_dim > LEGACY_ACTOR_DIM
-
-    @property
-    def input_dim(self) -> int:
-        default = features.ACTOR_DIM if self.feature_mode == "sampled" else naive.NAIVE_DIM
-        return int(self.manifest.get("input_dim", default))
+        self.learns_history = self.feature_mode == "sampled"
 
     @property
     def runs_learned(self) -> int:
@@ -115,8 +110,7 @@ class LearnedPolicy(Policy):
 
         if self.learns_history:
             view = dataclasses.replace(view, history=self.history)
-        x_all = feature_matrix(view, self.feature_mode)
-        x = torch.from_numpy(np.ascontiguousarray(x_all[:, : self.input_dim]))
+        x = torch.from_numpy(np.ascontiguousarray(feature_matrix(view, self.feature_mode)))
         with torch.no_grad():
             out = self.actor(x)
         return np.asarray(out.detach().numpy(), dtype=np.float64)
@@ -183,21 +177,20 @@ def load_learned(path: str | Path) -> LearnedPolicy:
                         "retrain it")
     want = manifest.get("schema_hash")
     mode = str(manifest.get("features", "sampled"))
-    have, old = ((features.SCHEMA_HASH, SUPERSEDED) if mode == "sampled"
-                 else (naive.NAIVE_SCHEMA_HASH, naive.NAIVE_SUPERSEDED))
-    if want != have and old.get(str(want), ("", ""))[0] != have:  # a superseded hash names the same inputs
+    have = features.SCHEMA_HASH if mode == "sampled" else naive.NAIVE_SCHEMA_HASH
+    if want != have:
         raise UserError(f"model {p}: feature schema {want!r} does not match this version's {have!r}; "
                         "retrain the model with this version")
+    dim = features.ACTOR_DIM if mode == "sampled" else naive.NAIVE_DIM
+    if manifest.get("input_dim", dim) != dim:
+        raise UserError(f"model {p}: its actor reads {manifest.get('input_dim')!r} inputs, this version's "
+                        f"{dim}; retrain the model with this version")
     model = p / MODEL_FILE
     if not model.is_file():
         raise UserError(f"model {p}: {MODEL_FILE} is missing")
     try:
         actor = torch.jit.load(str(model), map_location="cpu")  # type: ignore[no-untyped-call]
         actor.eval()
-        default = features.ACTOR_DIM if mode == "sampled" else naive.NAIVE_DIM
-        dim = int(manifest.get("input_dim", default))
-        if mode == "sampled" and dim not in (LEGACY_ACTOR_DIM, features.ACTOR_DIM):
-            raise ValueError(f"input_dim {dim} is neither {LEGACY_ACTOR_DIM} nor {features.ACTOR_DIM}")
         probe = actor(torch.zeros(2, dim))
         if tuple(probe.shape) != (2,) or not bool(torch.isfinite(probe).all()):
             raise ValueError(f"scores of shape {tuple(probe.shape)}")

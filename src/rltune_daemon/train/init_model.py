@@ -47,9 +47,6 @@ def load_initial_actor(actor: Actor, args: TrainArgs) -> dict[str, Any]:
     have, want = _layers(state), _layers(actor.state_dict())
     if have != want:
         hint = " (--algo cem searches linear scorers only)" if args.algo == "cem" and len(have) > 2 else ""
-        if have[:1] != want[:1]:
-            raise UserError(f"{where}: its actor reads {have[0]} inputs, this version's {want[0]}; it cannot "
-                            "be fine-tuned: train with warm_start_episodes instead")
         raise UserError(f"{where}: its actor's layers are {'-'.join(map(str, have))}, this run's "
                         f"{'-'.join(map(str, want))}; set {_hidden_setting(have)}{hint}")
     actor.load_state_dict(state)
