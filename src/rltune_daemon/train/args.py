@@ -45,6 +45,7 @@ class TrainArgs:
     opts: dict[str, str] = field(default_factory=dict)
     cluster: str | None = None  # a cluster file for a sacct/CSV trace (evaluate's --cluster)
     episode_jobs: int = 256
+    vary: bool = False  # each episode on a randomised variant of its cluster and jobs (traces.variants)
     episodes_per_iter: int = 16
     workers: int = 0  # 0 = all cores
     lr: float = 1e-3

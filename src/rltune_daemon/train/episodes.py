@@ -6,7 +6,8 @@ screen, validation, the rollout cache). With one trace it is the episode's first
 part, as it always was, so single-trace runs reproduce exactly. With several, the index is split into
 equal blocks of ``BLOCK`` positions, one per trace, and a position maps onto its trace's own starts
 proportionally: a uniform draw then picks every trace equally often, whatever its length (Philly's
-training part is five times the testbed's).
+training part is five times the testbed's). With ``vary_seed`` set, each episode is a randomised variant
+of its window (``traces.variants``), drawn from the seed and its ``start``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from rltune_daemon.domain.history import RunHistory
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.errors import UserError
 from rltune_daemon.policies.base import Policy
+from rltune_daemon.traces.variants import apply_variant, draw_variant
 from rltune_daemon.train.history import EpisodeHistory
 
 BLOCK = 1_000_000
@@ -35,12 +37,14 @@ def trace_names(trace: str) -> list[str]:
 class Episodes:
     """Episode windows of ``size`` jobs over the training parts of the traces ``names``."""
 
-    def __init__(self, names: Sequence[str], parts: Sequence[Workload], size: int) -> None:
+    def __init__(self, names: Sequence[str], parts: Sequence[Workload], size: int,
+                 vary_seed: int | None = None) -> None:
         for name, part in zip(names, parts, strict=True):
             if len(part.jobs) < size + 1:
                 raise UserError(f"trace {name}: training split has {len(part.jobs)} jobs, fewer than one "
                                 f"episode of {size}")
         self.names, self.parts, self.size = list(names), list(parts), size
+        self.vary_seed = vary_seed
         self.histories = [EpisodeHistory(p) for p in parts]
         self.spans = [len(p.jobs) - size for p in parts]
 
@@ -58,7 +62,10 @@ class Episodes:
 
     def workload(self, start: int) -> Workload:
         i, s = self.locate(start)
-        return episode_workload(self.parts[i], s, self.size)
+        window = episode_workload(self.parts[i], s, self.size)
+        if self.vary_seed is None:
+            return window
+        return apply_variant(window, draw_variant(self.vary_seed, int(start)))
 
     def history(self, start: int) -> RunHistory:
         """The ``hist_time`` history the episode starts with (``EpisodeHistory.history``)."""

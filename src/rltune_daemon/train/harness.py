@@ -71,7 +71,8 @@ def init_worker(args: TrainArgs) -> None:
     opts = {name: args.opts if len(names) == 1 else EVAL_DEFAULT_OPTS.get(name, {}) for name in names}
     parts = [split_by_time(load_workload(name, estimates=args.estimates, seed=args.seed,
                                          cluster=args.cluster, **opts[name]))[0] for name in names]
-    _W.update(args=args, episodes=Episodes(names, parts, args.episode_jobs), policy_cache={})
+    episodes = Episodes(names, parts, args.episode_jobs, args.seed if args.vary else None)
+    _W.update(args=args, episodes=episodes, policy_cache={})
 
 
 def worker_episodes() -> Episodes:
