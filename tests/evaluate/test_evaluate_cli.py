@@ -12,9 +12,10 @@ from rltune_daemon.cli.main import main
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.errors import UserError
 from rltune_daemon.evaluate import heldout_windows
+from rltune_daemon.evaluate.runner import EvalConfig, make_controller
 from rltune_daemon.evaluate.windows import window_starts
 from rltune_daemon.policies import make_policy
-from rltune_daemon.sim import SimConfig, simulate
+from rltune_daemon.sim import SimConfig, Simulator, simulate
 from rltune_daemon.traces import load_workload
 
 
@@ -213,6 +214,17 @@ def test_bench_sim_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert more["bf_reservations"] == 4 and more["stats"]["reservations"] > data["stats"]["reservations"]
     assert main(["bench", "sim", "--trace", "testbed", "--bf-reservations", "0"]) == 2
     assert "--bf-reservations 0" in capsys.readouterr().err
+    # the daemon's cycles time as evaluate runs them (same schedule), not as the heuristic alone
+    small = ["bench", "sim", "--trace", "testbed", "--opt", "jobs=120"]
+    assert main([*small, "--policy", "daemon:sjf"]) == 0
+    daemon = json.loads(capsys.readouterr().out)
+    assert daemon["stats"]["ticks"] > 0 and daemon["stats"]["started"] == 120
+    w = load_workload("testbed", estimates="user", seed=0, jobs="120")
+    cfg = EvalConfig(trace="testbed", policies=("daemon:sjf",))
+    ctl = make_controller("daemon:sjf", w.with_jobs(()), cfg)
+    same = Simulator(w, ctl, cfg.sim_config()).run()
+    assert daemon["wait_mean"] == pytest.approx(same.metrics["wait_mean"])
+    assert main([*small, "--policy", "daemon:nosuch"]) == 2
 
 
 def test_daemon_spec_runs_a_baseline_through_the_planner() -> None:

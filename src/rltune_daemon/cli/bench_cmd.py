@@ -11,8 +11,8 @@ from typing import Any
 
 from rltune_daemon.cli import bench_cycle, bench_decide, bench_soak
 from rltune_daemon.cli.common import add_bf_reservations, add_load_args, load_from_args, machine, print_json
-from rltune_daemon.policies import make_policy
-from rltune_daemon.sim import PolicyController, SimConfig, Simulator
+from rltune_daemon.evaluate.runner import EvalConfig, make_controller
+from rltune_daemon.sim import Simulator
 from rltune_daemon.sim.config import checked_reservations
 
 
@@ -21,7 +21,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     bsub = p.add_subparsers(dest="bench", required=True)
     s = bsub.add_parser("sim", help="simulate a whole trace under one policy and time it")
     add_load_args(s, positional=False)
-    s.add_argument("--policy", default="fcfs")
+    s.add_argument("--policy", default="fcfs", help="a policy as rltune evaluate names it: a heuristic "
+                   "(ranked at every pass), daemon:<heuristic> or rltune:<model dir> (the daemon's cycles)")
     s.add_argument("--repeat", type=int, default=1, help="runs; the JSON reports each and the best")
     add_bf_reservations(s)
     s.set_defaults(func=bench_sim)
@@ -32,15 +33,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def bench_sim(args: argparse.Namespace) -> int:
-    config = SimConfig(bf_reservations=checked_reservations(args.bf_reservations))
+    cfg = EvalConfig(trace=args.trace, policies=(args.policy,), estimates=args.estimates,
+                     bf_reservations=checked_reservations(args.bf_reservations))
     t0 = time.perf_counter()
     workload = load_from_args(args)
     load_s = time.perf_counter() - t0
+    no_past = workload.with_jobs(())  # a policy that learns from past runs starts with none: all is timed
     runs: list[float] = []
     stats: dict[str, Any] = {}
     metrics: dict[str, Any] = {}
     for _ in range(max(args.repeat, 1)):
-        sim = Simulator(workload, PolicyController(make_policy(args.policy)), config)
+        sim = Simulator(workload, make_controller(args.policy, no_past, cfg), cfg.sim_config())
         t1 = time.perf_counter()
         res = sim.run()
         runs.append(time.perf_counter() - t1)
