@@ -7,7 +7,6 @@ decision is computed by one code path whether the cluster is real or simulated.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -253,9 +252,3 @@ def _as_placement(alloc: Allocation, default: Allocation | None, cl: ClusterArra
         return Placement(PlacementKind.DEFAULT, ())
     return Placement(alloc.kind, tuple(cl.names[int(n)] for n in alloc.nodes))
 
-
-def timed_plan(snapshot: Snapshot, policy: Policy, config: PlannerConfig, memory: PlannerMemory,
-               placer: Placer | None = None) -> tuple[Plan, float]:
-    t0 = time.perf_counter()
-    result = plan(snapshot, policy, config, memory, placer)
-    return result, time.perf_counter() - t0

@@ -53,11 +53,6 @@ class Target:
                     shutil.rmtree(self.state_dir, ignore_errors=True)
 
 
-def local_trace_cluster() -> ClusterSpec:
-    """The local cluster's shape as a trace cluster: the testbed's, node for node."""
-    return testbed.cluster()
-
-
 def start_local(speedup: float, accounting: bool, root: Path | None = None) -> Target:
     """A fresh private local cluster (ports nobody else uses, own munged) with the replay's scaled
     parameters: every arm starts from this identical, empty state."""

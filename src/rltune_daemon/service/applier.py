@@ -29,7 +29,7 @@ Rules, each one there because breaking it could hurt a job:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -433,10 +433,3 @@ def _nodes(v: Value) -> tuple[str, ...]:
 def _int(v: Value) -> int:
     return v if isinstance(v, int) else 0
 
-
-def changed_fields(changes: Iterable[Change]) -> dict[str, list[str]]:
-    """job -> field labels, for log lines."""
-    out: dict[str, list[str]] = {}
-    for ch in changes:
-        out.setdefault(ch.job_id, []).append(FIELD_LABEL[ch.field])
-    return out

@@ -170,13 +170,6 @@ class LocalCluster:
             raise LocalClusterError("the local Slurm cluster needs root (it starts slurmctld/slurmd)")
         return self._script("up.sh")
 
-    def ensure_running(self) -> bool:
-        """Start the cluster unless it already runs; True when this call started it."""
-        if self.is_running():
-            return False
-        self.start()
-        return True
-
     def stop(self, *, purge: bool = False) -> str:
         """Run down.sh: stops only the daemons this cluster recorded (``purge``: delete the state dir)."""
         return self._script("down.sh", {"PURGE": "1" if purge else "0"})
