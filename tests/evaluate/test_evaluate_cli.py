@@ -52,7 +52,8 @@ def test_evaluate_writes_results_that_match_direct_simulation(tmp_path: Path,
         assert len(res["policies"][name]["per_window"]) == 2
     assert res["config"]["estimates_used"] == "user"
     assert res["config"]["command"].startswith("rltune evaluate")
-    assert (out / "results.md").read_text().count("| `") == 3
+    md = (out / "results.md").read_text()
+    assert md.count("| `") == 6 and "Mean wait (s) by job size (GPUs requested" in md  # two tables
     for png in ("wait_cdf.png", "bsld_per_window.png"):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
     # the window numbers are the simulator's numbers for the same window
@@ -61,6 +62,12 @@ def test_evaluate_writes_results_that_match_direct_simulation(tmp_path: Path,
     direct = [simulate(win, make_policy("sjf")).metrics["bsld"] for win in wins]
     assert [pw["bsld"] for pw in res["policies"]["sjf"]["per_window"]] == pytest.approx(direct)
     assert "| `sjf` |" in capsys.readouterr().out
+    # who waits: every job that ran in one size class, its mean the simulator's waits of those jobs
+    by_size = res["policies"]["sjf"]["wait_by_size"]
+    assert sum(c["jobs"] for c in by_size.values()) == 200
+    runs = [(win, simulate(win, make_policy("sjf"))) for win in wins]
+    waits = [r.start[i] - j.submit for win, r in runs for i, j in enumerate(win.jobs) if j.gpus == 1]
+    assert by_size["1"]["wait_mean"] == pytest.approx(sum(waits) / len(waits))
 
 
 def test_train_split_windows_never_touch_the_held_out_tail(tmp_path: Path) -> None:

@@ -65,6 +65,21 @@ def hurt_table(judged: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
+def size_table(results: dict[str, Any], unit: str) -> str:
+    """Mean wait (s) by job size, one column per size class any policy ran."""
+    rows = {k: v.get("wait_by_size", {}) for k, v in results["policies"].items()}
+    labels = list(dict.fromkeys(label for r in rows.values() for label in r))
+    if not labels:
+        return ""
+    first = next(iter(rows.values()))
+    head = " | ".join(f"{label} ({first.get(label, {}).get('jobs', 0)} jobs)" for label in labels)
+    lines = [f"| policy | {head} |", "|---|" + "---|" * len(labels)]
+    for name, r in rows.items():
+        cells = " | ".join(f"{r[label]['wait_mean']:.0f}" if label in r else "-" for label in labels)
+        lines.append(f"| `{name}` | {cells} |")
+    return f"Mean wait (s) by job size ({unit} requested; jobs over all windows):\n\n" + "\n".join(lines)
+
+
 def _pct(x: float, base: float) -> str:
     return f"{100.0 * (x - base) / base:+.1f}%" if base else "n/a"
 
@@ -148,6 +163,8 @@ def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path
         md += [note, ""]
     if line := verdict(results):
         md += [line, ""]
+    if sizes := size_table(results, "processors" if cfg.get("resource") == "cpu" else "GPUs"):
+        md += [sizes, ""]
     judged = {k: v["vs_multifactor"] for k, v in results["policies"].items() if "vs_multifactor" in v}
     if judged:
         md += ["Job by job against Slurm's multifactor order on the same windows (hurt / helped: waited "

@@ -144,7 +144,8 @@ def _run(spec: str, k: int) -> dict[str, Any]:
     res = Simulator(window, ctl, cfg.sim_config()).run()
     job_waits = res.start - np.array([j.submit for j in window.jobs])  # NaN: never ran
     return {"policy": spec, "window": k, "metrics": res.metrics, "stats": res.stats,
-            "seconds": time.perf_counter() - t0, "job_waits": job_waits.tolist(), "dropped": len(res.dropped),
+            "seconds": time.perf_counter() - t0, "job_waits": job_waits.tolist(),
+            "job_sizes": [j.gpus for j in window.jobs], "dropped": len(res.dropped),
             "milp_fallbacks": fallback_counts()}
 
 
@@ -206,6 +207,29 @@ def job_by_job(runs: list[dict[str, Any]], reference: list[dict[str, Any]]) -> d
             "worst_extra_wait": float(max(d.max(), 0.0))}
 
 
+SIZE_CLASSES = ((1, 1), (2, 2), (3, 4), (5, 8), (9, 16), (17, 64), (65, 1 << 62))
+
+
+def size_label(lo: int, hi: int) -> str:
+    return str(lo) if lo == hi else f"{lo}+" if hi >= 1 << 62 else f"{lo}-{hi}"
+
+
+def wait_by_size(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Mean wait of the jobs of each size (GPUs, or processors on a CPU-only cluster) over all windows:
+    whether a gain for small jobs is paid by the large ones that need the cluster to drain."""
+    waits = np.concatenate([np.asarray(r["job_waits"], dtype=float) for r in runs]) if runs else np.zeros(0)
+    sizes = np.concatenate([np.asarray(r.get("job_sizes", []), dtype=np.int64) for r in runs]) if runs \
+        else np.zeros(0, dtype=np.int64)
+    if len(sizes) != len(waits):  # runs recorded before sizes were kept
+        return {}
+    out: dict[str, dict[str, float]] = {}
+    for lo, hi in SIZE_CLASSES:
+        w = waits[(sizes >= lo) & (sizes <= hi) & ~np.isnan(waits)]
+        if len(w):
+            out[size_label(lo, hi)] = {"jobs": len(w), "wait_mean": float(w.mean())}
+    return out
+
+
 def aggregate(cfg: EvalConfig, runs: list[dict[str, Any]], seconds: float, workers: int,
               models: dict[str, dict[str, Any]] | None = None, engine: str = "local",
               workload: Workload | None = None) -> dict[str, Any]:
@@ -222,6 +246,7 @@ def aggregate(cfg: EvalConfig, runs: list[dict[str, Any]], seconds: float, worke
         entry["per_window"] = [{"window": r["window"], **{k: r["metrics"][k] for k in METRIC_KEYS}}
                                for r in mine]
         entry["waits"] = [w for r in mine for w in r["job_waits"] if not math.isnan(w)]  # jobs that ran
+        entry["wait_by_size"] = wait_by_size(mine)
         entry["sim_seconds"] = float(sum(r["seconds"] for r in mine))
         # counted: a fallback means some of this policy's decisions used the greedy placement
         entry["milp_fallbacks"] = {reason: sum(r.get("milp_fallbacks", {}).get(reason, 0) for r in mine)
@@ -243,5 +268,6 @@ def aggregate(cfg: EvalConfig, runs: list[dict[str, Any]], seconds: float, worke
         # what the loader did, not what was asked: estimates=None lets the trace pick its model, and a
         # result over fewer jobs than the trace held must say how many went and why
         config.update(estimates_used=workload.estimates, estimates_note=estimates_note(workload),
-                      jobs_loaded=len(workload.jobs), dropped_at_load=dict(workload.meta.get("dropped", {})))
+                      jobs_loaded=len(workload.jobs), dropped_at_load=dict(workload.meta.get("dropped", {})),
+                      resource=workload.cluster.resource)
     return {"policies": policies, "config": config}
