@@ -217,11 +217,10 @@ def size_label(lo: int, hi: int) -> str:
 def wait_by_size(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Mean wait of the jobs of each size (GPUs, or processors on a CPU-only cluster) over all windows:
     whether a gain for small jobs is paid by the large ones that need the cluster to drain."""
-    waits = np.concatenate([np.asarray(r["job_waits"], dtype=float) for r in runs]) if runs else np.zeros(0)
-    sizes = np.concatenate([np.asarray(r.get("job_sizes", []), dtype=np.int64) for r in runs]) if runs \
-        else np.zeros(0, dtype=np.int64)
-    if len(sizes) != len(waits):  # runs recorded before sizes were kept
+    if not runs or not all("job_sizes" in r for r in runs):  # runs made by hand (tests) may carry none
         return {}
+    waits = np.concatenate([np.asarray(r["job_waits"], dtype=float) for r in runs])
+    sizes = np.concatenate([np.asarray(r["job_sizes"], dtype=np.int64) for r in runs])
     out: dict[str, dict[str, float]] = {}
     for lo, hi in SIZE_CLASSES:
         w = waits[(sizes >= lo) & (sizes <= hi) & ~np.isnan(waits)]

@@ -7,6 +7,7 @@ simulator and the planner can place.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,14 +36,20 @@ def check(
     gpu_types: list[tuple[str, ...]],
     partition: list[str],
 ) -> Verdict:
-    known = {t.lower() for t in cluster.gpu_types}
     cols = zip(gpus.tolist(), nodes.tolist(), cpus.tolist(), mem_mb.tolist(), gpu_types, partition,
                strict=True)
     probes = [
         Job(str(i), 0.0, int(g), 1.0, gpu_types=t, nodes=int(nd), cpus=int(c), mem_mb=int(m), partition=p)
         for i, (g, nd, c, m, t, p) in enumerate(cols)
     ]
-    table = JobTable.from_jobs(probes, cluster)
+    return check_jobs(cluster, probes)
+
+
+def check_jobs(cluster: ClusterSpec, jobs: Sequence[Job]) -> Verdict:
+    """``check`` for jobs already built (only their resources and partition are read)."""
+    known = {t.lower() for t in cluster.gpu_types}
+    table = JobTable.from_jobs(jobs, cluster)
     shapes = job_shapes(table, EligibilityIndex.build(ClusterArrays.from_spec(cluster)))
-    unknown = np.array([bool(t) and not ({x.lower() for x in t} & known) for t in gpu_types], dtype=np.bool_)
+    unknown = np.array([bool(j.gpu_types) and not ({x.lower() for x in j.gpu_types} & known) for j in jobs],
+                       dtype=np.bool_)
     return Verdict(shapes.feasible & ~unknown, unknown)

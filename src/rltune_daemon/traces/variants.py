@@ -30,7 +30,7 @@ import numpy as np
 from rltune_daemon.domain.cluster import ClusterSpec, NodeSpec
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.traces.estimates import UserEstimateModel, user_limits
-from rltune_daemon.traces.feasibility import check
+from rltune_daemon.traces.feasibility import check_jobs
 
 SIZE = (0.5, 2.0)  # node-count factor (log-uniform)
 LOAD = (0.7, 1.4)  # arrival-rate factor (log-uniform)
@@ -83,13 +83,7 @@ def scaled_cluster(cluster: ClusterSpec, factor: float) -> ClusterSpec:
 
 
 def _fits(cluster: ClusterSpec, workload: Workload) -> bool:
-    jobs = workload.jobs
-    verdict = check(cluster, np.array([j.gpus for j in jobs], dtype=np.int64),
-                    np.array([j.nodes for j in jobs], dtype=np.int64),
-                    np.array([j.cpus for j in jobs], dtype=np.int64),
-                    np.array([j.mem_mb for j in jobs], dtype=np.int64),
-                    [j.gpu_types for j in jobs], [j.partition for j in jobs])
-    return bool(verdict.ok.all())
+    return bool(check_jobs(cluster, workload.jobs).ok.all())
 
 
 def apply_variant(workload: Workload, variant: Variant) -> Workload:
