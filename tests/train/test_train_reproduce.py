@@ -119,7 +119,6 @@ def test_recipe_notes_what_the_manifest_predates(tmp_path: Path) -> None:
     base = {"trace": "testbed", "iterations": 3, "hyperparameters": {"seed": 7, "base": "fcfs"}}
     _, notes = recipe_args(_fake_model(tmp_path / "old", base), tmp_path / "x")
     assert any("predates" in n and "lr" in n for n in notes)
-    assert not any("rivals" in n for n in notes)  # added later and off by default: nothing to note
     assert any("predates recorded rollout settings" in n for n in notes)
     rollouts = {**rollout_settings(tiny_args(tmp_path)), "starvation_reference": "priority"}
     args, notes = recipe_args(_fake_model(tmp_path / "other", {**base, "rollouts": rollouts}), tmp_path / "x")
@@ -140,6 +139,8 @@ def test_recipe_notes_what_the_manifest_predates(tmp_path: Path) -> None:
     ([], {"trace": "testbed", "iterations": 0, "hyperparameters": {}}, "records 0 iterations"),
     ([], {"trace": "testbed", "iterations": 1, "hyperparameters": {"credit": "step"}},
      "trained with credit 'step', which this version no longer runs"),
+    ([], {"trace": "testbed", "iterations": 1, "hyperparameters": {"rivals": "fcfs"}},
+     "trained with rivals 'fcfs', which this version no longer runs"),
     ([], {"trace": "testbed", "iterations": 1, "hyperparameters": {"reach": 8.0}},
      "trained with reach 8.0, which this version no longer runs"),
 ])

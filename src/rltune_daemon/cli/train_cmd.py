@@ -69,7 +69,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--config", type=Path, default=None, metavar="FILE|MODEL",
                    help="a TOML file of the trainer's other settings, by the names a manifest records under "
                         "hyperparameters (e.g. warm_start_episodes = 16, episodes = \"contended\", mode, "
-                        "react, starvation_reference, features, metric, rivals, lr, episodes_per_iter, "
+                        "react, starvation_reference, features, metric, lr, episodes_per_iter, "
                         "hidden, cem_sigma, max_iterations; docs/learning.md); or a model directory (or its "
                         f"{MANIFEST_FILE}): repeat its run with every setting, the seed and the iteration "
                         "count it records (only --out, --workers, --init and --heldout-windows may be "

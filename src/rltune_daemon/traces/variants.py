@@ -15,7 +15,7 @@ by a factor drawn at random, so a model trained across variants has seen cluster
   past runs tell less about the next one (what ``hist_time`` reads).
 
 A variant is a pure function of the workload and a seed: every policy simulated on one episode (the
-actor, the base policy, rivals, validation) sees the same cluster and jobs.
+actor, the base policy, validation) sees the same cluster and jobs.
 """
 
 from __future__ import annotations

@@ -20,9 +20,8 @@ from rltune_daemon.planner.config import (
     guard_reference,
     loop_settings,
 )
-from rltune_daemon.policies import BASELINES
 from rltune_daemon.sim.config import SimConfig, checked_reservations
-from rltune_daemon.train.reward import checked_metric, rival_names
+from rltune_daemon.train.reward import checked_metric
 
 ALGOS = ("ppo", "cem")
 
@@ -39,8 +38,7 @@ class TrainArgs:
     bf_reservations: int = 1  # blocked jobs per partition the simulator's backfill reserves for (1: EASY)
     starvation_reference: str = STARVATION_REFERENCE_DEFAULT  # daemon mode: the guard's reference (rollouts)
     features: str = "sampled"  # sampled | naive
-    metric: str = "bsld+wait"  # bsld | wait | bsld+wait | both
-    rivals: str = ""  # other heuristics (comma-separated) the reward is also measured against (``reward``)
+    metric: str = "bsld+wait"  # bsld+wait | both (``reward``)
     estimates: str | None = "user"
     opts: dict[str, str] = field(default_factory=dict)
     cluster: str | None = None  # a cluster file for a sacct/CSV trace (evaluate's --cluster)
@@ -100,22 +98,11 @@ def check_args(args: TrainArgs) -> None:
     if args.init is not None and args.warm_start_episodes > 0:
         raise UserError(f"--init {args.init} starts from that model's weights: drop warm_start_episodes")
     checked_metric(args.metric)
-    _check_rivals(args)
     checked_reservations(args.bf_reservations)
     if args.starvation_reference not in GUARD_REFERENCES:
         raise UserError(f"starvation_reference {args.starvation_reference!r}: expected one of "
                         f"{', '.join(GUARD_REFERENCES)}")
 
-
-def _check_rivals(args: TrainArgs) -> None:
-    names = rival_names(args.rivals)
-    for name in names:
-        if name not in BASELINES:
-            raise UserError(f"rivals {name!r}: expected heuristics from {', '.join(BASELINES)}")
-        if name == args.base:
-            raise UserError(f"rivals {name}: it is the base policy already; drop it")
-    if len(set(names)) < len(names):
-        raise UserError(f"rivals {args.rivals!r}: a policy is named twice")
 
 
 def sim_config(args: TrainArgs) -> SimConfig:

@@ -81,9 +81,8 @@ def linear_weights(actor: Actor, mode: str) -> dict[str, float]:
 
 
 def plot_curve(rows: list[dict[str, Any]], path: Path, title: str, start_val: float | None = None,
-               reward_label: str = "training reward (sampled)", rivals: bool = False) -> None:
-    """Rewards and BSLD per iteration; ``start_val`` (a fine-tuning's starting model) is drawn at 0; with
-    ``rivals`` the reward is the gap to the nearest of the base and the rivals, and the axis says so."""
+               reward_label: str = "training reward (sampled)") -> None:
+    """Rewards and BSLD per iteration; ``start_val`` (a fine-tuning's starting model) is drawn at 0."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -102,9 +101,7 @@ def plot_curve(rows: list[dict[str, Any]], path: Path, title: str, start_val: fl
     if start_val is not None:
         ax1.plot([0], [start_val], marker="s", color="black", ls="", label="the starting model (iteration 0)")
     ax1.axhline(0.0, color="grey", lw=0.8)
-    gap = ("the nearest of base\nand rivals (> 0: better than all)" if rivals
-           else "base\n(> 0: better than base)")
-    ax1.set_ylabel(f"normalised gap to {gap}")
+    ax1.set_ylabel("normalised gap to base\n(> 0: better than base)")
     ax1.legend(fontsize=8)
     ax1.grid(alpha=0.3)
     ax1.set_title(title)

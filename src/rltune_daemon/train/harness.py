@@ -46,7 +46,7 @@ from rltune_daemon.train.export import export_model, plot_curve
 from rltune_daemon.train.imitation import ImitationRecorder, fit_imitation
 from rltune_daemon.train.init_model import load_initial_actor
 from rltune_daemon.train.network import Actor, Critic
-from rltune_daemon.train.reward import rival_names, window_reward
+from rltune_daemon.train.reward import reward
 from rltune_daemon.train.sampling import SamplingPolicy
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ def init_worker(args: TrainArgs) -> None:
     parts = [split_by_time(load_workload(name, estimates=args.estimates, seed=args.seed,
                                          cluster=args.cluster, **opts[name]))[0] for name in names]
     episodes = Episodes(names, parts, args.episode_jobs, args.seed if args.vary else None)
-    _W.update(args=args, episodes=episodes, policy_cache={})
+    _W.update(args=args, episodes=episodes, base_cache={})
 
 
 def worker_episodes() -> Episodes:
@@ -88,20 +88,16 @@ def rollout_controller(policy: Policy, args: TrainArgs) -> Controller:
                               interval=INTERVAL_DEFAULT, react=args.react)
 
 
-def _policy_metrics(name: str, start: int) -> dict[str, Any]:
-    """A heuristic's metrics on the episode window at ``start``: deterministic, so simulated once."""
-    cache: dict[tuple[str, int], dict[str, Any]] = _W["policy_cache"]
-    if (name, start) not in cache:
+def base_metrics(start: int) -> dict[str, Any]:
+    """The base policy's metrics on the episode window at ``start``: deterministic, so simulated once
+    per process."""
+    cache: dict[int, dict[str, Any]] = _W["base_cache"]
+    if start not in cache:
         args: TrainArgs = _W["args"]
         eps: Episodes = _W["episodes"]
-        cache[name, start] = simulate(eps.workload(start), eps.prime(make_policy(name), start),
-                                      sim_config(args)).metrics
-    return cache[name, start]
-
-
-def base_metrics(start: int) -> dict[str, Any]:
-    """The base policy's metrics on the episode window at ``start`` (simulated once per process)."""
-    return _policy_metrics(_W["args"].base, start)
+        cache[start] = simulate(eps.workload(start), eps.prime(make_policy(args.base), start),
+                                sim_config(args)).metrics
+    return cache[start]
 
 
 def screen_windows(starts: list[int]) -> list[float]:
@@ -140,8 +136,7 @@ def run_episode(actor: Actor, critic: Critic, start: int, seed: int, determinist
     wl = _W["episodes"].workload(start)
     res = Simulator(wl, ctl, sim_config(args)).run()
     steps = policy.steps
-    rivals = [_policy_metrics(name, start) for name in rival_names(args.rivals)]
-    episode_reward = window_reward(base, rivals, res.metrics, args.metric)
+    episode_reward = reward(base, res.metrics, args.metric)
     if len(steps) > args.max_steps_per_episode:  # every step shares the episode's reward: a sample will do
         keep = np.sort(rng.choice(len(steps), args.max_steps_per_episode, replace=False))
         steps = [steps[i] for i in keep]
@@ -294,11 +289,8 @@ class Session:
         _write_csv(args.out / "training.csv", self.rows)
         backfill = "" if args.bf_reservations == 1 else f", {args.bf_reservations} reservations"
         metric = "" if args.metric == TrainArgs.metric else f", reward: {args.metric}"
-        rivals = rival_names(args.rivals)
-        title = (f"{args.trace}: RLTune vs {', '.join([args.base, *rivals])} "
-                 f"({args.mode} mode, {args.algo}{backfill}{metric})")
-        plot_curve(self.rows, args.out / "training_curve.png", title, self.start_val, reward_label,
-                   rivals=bool(rivals))
+        title = f"{args.trace}: RLTune vs {args.base} ({args.mode} mode, {args.algo}{backfill}{metric})"
+        plot_curve(self.rows, args.out / "training_curve.png", title, self.start_val, reward_label)
         return export_model(self.actor, args, train_minutes, self.rows, self.best, self.warm, self.start_val,
                             self.init)
 

@@ -22,13 +22,11 @@ from rltune_daemon.train.args import TrainArgs, rollout_settings
 
 # TrainArgs fields that are not the recipe: where the run writes, how it is run and shown.
 NOT_RECIPE = frozenset({"trace", "out", "opts", "cluster", "init", "workers", "progress", "max_iterations"})
-# Settings added after models were shipped whose default is what every earlier version did: a manifest
-# without them ran that way, so their absence is not worth a note.
-ADDED_OFF = frozenset({"rivals"})
 # Settings this version no longer has, with the value whose run it still repeats (every decision shares
-# the episode's reward, validation windows anywhere in the training part, an actor that ranks on its own),
+# the episode's reward, validation windows anywhere in the training part, an actor that ranks on its own,
+# a reward against the base policy alone),
 # and the settings that only acted with another value of them.
-RETIRED = {"credit": "episode", "validation": "anywhere", "reach": 0.0}
+RETIRED = {"credit": "episode", "validation": "anywhere", "reach": 0.0, "rivals": ""}
 RETIRED_WITH = frozenset({"gamma", "gae_lambda", "reach_beta"})
 
 
@@ -67,7 +65,7 @@ def recipe_args(model: Path, out: Path, *, init: Path | None = None, workers: in
                             "longer runs; it cannot be repeated")
     fields = {f.name for f in dataclasses.fields(TrainArgs)} - NOT_RECIPE
     notes = []
-    missing = sorted(fields - hp.keys() - ADDED_OFF)
+    missing = sorted(fields - hp.keys())
     if missing:
         notes.append(f"its manifest predates {', '.join(missing)}: this run uses the defaults")
     unknown = sorted(hp.keys() - fields - NOT_RECIPE - RETIRED.keys() - RETIRED_WITH)
