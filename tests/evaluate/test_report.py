@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from rltune_daemon.evaluate.report import window_wins, wins_table
+from rltune_daemon.evaluate.report import size_table, window_wins, wins_table
 from rltune_daemon.evaluate.runner import EvalConfig, aggregate
 
 
@@ -103,3 +103,13 @@ def test_milp_fallbacks_are_counted_per_policy_and_reported(tmp_path: Path,
     assert note in (tmp_path / "results.md").read_text()
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["policies"]["daemon:sjf"]["milp_fallbacks"]["solver-error"] == failed
+
+
+def test_size_table_counts_a_class_any_policy_ran() -> None:
+    """Results merged from two runs: a class the first policy lacks keeps its job count and shows "-"."""
+    res = {"policies": {"a": {"wait_by_size": {"1": {"jobs": 5, "wait_mean": 10.0}}},
+                        "b": {"wait_by_size": {"1": {"jobs": 5, "wait_mean": 20.0},
+                                               "2": {"jobs": 3, "wait_mean": 90.0}}}}}
+    table = size_table(res, "GPUs")
+    assert "| policy | 1 (5 jobs) | 2 (3 jobs) |" in table
+    assert "| `a` | 10 | - |" in table and "| `b` | 20 | 90 |" in table

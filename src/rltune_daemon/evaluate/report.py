@@ -71,8 +71,9 @@ def size_table(results: dict[str, Any], unit: str) -> str:
     labels = list(dict.fromkeys(label for r in rows.values() for label in r))
     if not labels:
         return ""
-    first = next(iter(rows.values()))
-    head = " | ".join(f"{label} ({first.get(label, {}).get('jobs', 0)} jobs)" for label in labels)
+    # every policy runs the same jobs; results merged from runs that lack a class still count it
+    jobs = {label: max(r.get(label, {}).get("jobs", 0) for r in rows.values()) for label in labels}
+    head = " | ".join(f"{label} ({jobs[label]} jobs)" for label in labels)
     lines = [f"| policy | {head} |", "|---|" + "---|" * len(labels)]
     for name, r in rows.items():
         cells = " | ".join(f"{r[label]['wait_mean']:.0f}" if label in r else "-" for label in labels)
