@@ -40,7 +40,7 @@ def main() -> None:
                                  f"({', '.join(moved)})")
             have["policies"].update(data["policies"])
             have["config"]["models"].update(data["config"]["models"])
-    traces = list(results)
+    traces = [Path(t).name for t in results]  # a file's name, not where it lay on the machine that ran it
     models = sorted({p for r in results.values() for p in r["policies"] if p.startswith("rltune:")})
     print("| policy | " + " | ".join(traces) + " |")
     print("|---|" + "---|" * len(traces))
