@@ -12,6 +12,7 @@ import torch
 from train_helpers import one_torch_thread, random_view, tiny_args
 
 from rltune_daemon import features
+from rltune_daemon.errors import UserError
 from rltune_daemon.policies.learned import LearnedPolicy, chunk_rank
 from rltune_daemon.train.network import Actor, Critic, plackett_luce_logp
 from rltune_daemon.train.ppo import UPDATE_STATS, ppo_update
@@ -84,9 +85,12 @@ def test_deterministic_sampling_policy_is_the_learned_policy() -> None:
 
 def test_reward_by_hand() -> None:
     base = {"bsld": 4.0, "wait_mean": 600.0}
-    assert reward(base, {"bsld": 2.0, "wait_mean": 600.0}, "bsld") == pytest.approx(0.5)
+    assert reward(base, {"bsld": 2.0, "wait_mean": 600.0}, "bsld+wait") == pytest.approx(0.25)
     assert reward(base, {"bsld": 2.0, "wait_mean": 300.0}, "bsld+wait") == pytest.approx(0.5)
-    assert reward(base, {"bsld": 4.0, "wait_mean": 900.0}, "wait") == pytest.approx(-0.5)
+    assert reward(base, {"bsld": 4.0, "wait_mean": 900.0}, "bsld+wait") == pytest.approx(-0.25)
+    assert reward(base, {"bsld": 2.0, "wait_mean": 900.0}, "both") == pytest.approx(-0.5)
+    with pytest.raises(UserError, match="metric 'bsld': expected one of"):
+        reward(base, base, "bsld")  # a retired metric is refused, never read as another
     # floors: BSLD is at least 1, a minute of mean wait is "no queue"
     assert reward({"bsld": 0.5, "wait_mean": 0.0}, {"bsld": 0.5, "wait_mean": 30.0}, "bsld+wait") == (
         pytest.approx(-0.25))

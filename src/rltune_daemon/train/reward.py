@@ -34,6 +34,7 @@ def reward(base: dict[str, Any], rl: dict[str, Any], metric: str) -> float:
     ``both`` takes the smaller gap instead: a window scores as well as its worse metric, so a search
     cannot buy wait with slowdown (or back), which the mean of the two lets it do when the target is
     lower BSLD *and* lower wait."""
+    checked_metric(metric)
     parts = [(float(base[key]) - float(rl[key])) / max(float(base[key]), floor)
              for key, floor in REWARD_FLOORS.items()]
     return float(np.clip(min(parts) if metric == "both" else np.mean(parts), -1.0, 1.0))
