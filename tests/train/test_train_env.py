@@ -115,5 +115,5 @@ def test_backfill_setting_reaches_the_base_run() -> None:
 def test_unknown_metric_is_refused_at_construction() -> None:
     from rltune_daemon.errors import UserError
 
-    with pytest.raises(UserError, match="metric 'slowdown': expected one of bsld\\+wait, both$"):
+    with pytest.raises(UserError, match=r"metric 'slowdown': expected one of bsld\+wait, both$"):
         RLTuneEnv("testbed", episode_jobs=EPISODE, metric="slowdown")
