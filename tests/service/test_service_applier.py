@@ -114,6 +114,37 @@ def test_stale_hint_is_cleared_after_hint_cycles_and_never_repeated() -> None:
     assert state.jobs["1"].hint_done and EXC not in state.jobs["1"].fields
 
 
+def test_a_hint_taken_off_early_still_counts_towards_hint_cycles() -> None:
+    """On a live cluster Slurm looks at a hinted job between two cycles; if the hinted node became
+    unavailable it says the job waits for ``ReqNodeNotAvail``, and the daemon takes the hint off. When
+    Slurm says ``Resources`` again the job may be hinted again, but the cycles it was hinted add up:
+    after ``hint_cycles`` of them in all it is never hinted again (not hinted every other cycle)."""
+    import dataclasses
+
+    applier = Applier(hint_cycles=2)
+    state = DaemonState()
+    snap = snapshot([pending("1", reason="Resources")])
+    the_plan = plan_of(entry("1", 1, 0, hint=["p100-2"]))
+    kinds = []
+    current = snap
+    for cycle in range(8):
+        applier.reconcile(state, current)
+        dec = applier.decide(state, current, the_plan)
+        kinds.append([c.kind for c in dec.changes])
+        _apply(state, current, dec)
+        rec = state.jobs.get("1")
+        if rec is not None and rec.hint_nodes:  # Slurm: the hinted node is reserved now
+            hinted = with_site(snap, exc={"1": ",".join(rec.fields[EXC].value)})  # type: ignore[arg-type]
+            current = dataclasses.replace(hinted, pending_state=tuple(
+                dataclasses.replace(s, reason="ReqNodeNotAvail, May be reserved for other job")
+                for s in hinted.pending_state))
+        else:
+            current = snap
+        assert cycle < 7 or not dec.changes
+    assert kinds[:4] == [["hint"], ["clear"], ["hint"], ["expire"]] and not any(kinds[4:]), kinds
+    assert state.jobs["1"].hint_done and EXC not in state.jobs["1"].fields
+
+
 def test_hint_dropped_from_the_plan_is_removed_at_once() -> None:
     applier = Applier()
     state = DaemonState()

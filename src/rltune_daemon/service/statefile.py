@@ -62,7 +62,10 @@ class JobRecord:
     started: bool = False
 
     def empty(self) -> bool:
-        return not self.fields and not self.hint_done and not self.hint_nodes
+        # A job whose hint was taken off early (Slurm said it waits for the hinted node) keeps the
+        # cycles it was hinted: forgetting them would hint it again and again, never reaching the
+        # ``hint_cycles`` that bounds how long a hint may delay it.
+        return not self.fields and not self.hint_done and not self.hint_nodes and not self.hint_age
 
 
 def _value_to_json(v: Value) -> Any:
