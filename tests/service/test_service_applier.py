@@ -3,6 +3,8 @@ outside changes and restore."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from service_helpers import ALL_NODES, entry, pending, plan_of, snapshot, with_site
 
 from rltune_daemon.service.applier import EXC, SITE, Applier, Decision, main_pass_jobs
@@ -119,15 +121,13 @@ def test_a_hint_taken_off_early_still_counts_towards_hint_cycles() -> None:
     unavailable it says the job waits for ``ReqNodeNotAvail``, and the daemon takes the hint off. When
     Slurm says ``Resources`` again the job may be hinted again, but the cycles it was hinted add up:
     after ``hint_cycles`` of them in all it is never hinted again (not hinted every other cycle)."""
-    import dataclasses
-
     applier = Applier(hint_cycles=2)
     state = DaemonState()
     snap = snapshot([pending("1", reason="Resources")])
     the_plan = plan_of(entry("1", 1, 0, hint=["p100-2"]))
     kinds = []
     current = snap
-    for cycle in range(8):
+    for _ in range(8):
         applier.reconcile(state, current)
         dec = applier.decide(state, current, the_plan)
         kinds.append([c.kind for c in dec.changes])
@@ -140,7 +140,6 @@ def test_a_hint_taken_off_early_still_counts_towards_hint_cycles() -> None:
                 for s in hinted.pending_state))
         else:
             current = snap
-        assert cycle < 7 or not dec.changes
     assert kinds[:4] == [["hint"], ["clear"], ["hint"], ["expire"]] and not any(kinds[4:]), kinds
     assert state.jobs["1"].hint_done and EXC not in state.jobs["1"].fields
 

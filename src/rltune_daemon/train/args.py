@@ -104,7 +104,6 @@ def check_args(args: TrainArgs) -> None:
                         f"{', '.join(GUARD_REFERENCES)}")
 
 
-
 def sim_config(args: TrainArgs) -> SimConfig:
     """The simulator every rollout, base run and warm start of a training uses."""
     return SimConfig(bf_reservations=args.bf_reservations)
