@@ -89,7 +89,7 @@ def test_copying_the_base_policy_earns_zero_reward(reservations: int) -> None:
             obs, rew, done, _, info = env.step(action)
         assert info["rl"]["bsld"] == pytest.approx(info["base"]["bsld"], abs=0)
         assert rew == 0.0
-        assert rew == reward(info["base"], info["rl"], "bsld+wait")
+        assert rew == reward(info["base"], info["rl"])
 
 
 def test_backfill_setting_reaches_the_base_run() -> None:
@@ -110,10 +110,3 @@ def test_backfill_setting_reaches_the_base_run() -> None:
     assert seen[1] != seen[500]
     with pytest.raises(UserError, match="--bf-reservations 0"):
         RLTuneEnv("testbed", episode_jobs=EPISODE, bf_reservations=0)
-
-
-def test_unknown_metric_is_refused_at_construction() -> None:
-    from rltune_daemon.errors import UserError
-
-    with pytest.raises(UserError, match=r"metric 'slowdown': expected one of bsld\+wait, both$"):
-        RLTuneEnv("testbed", episode_jobs=EPISODE, metric="slowdown")

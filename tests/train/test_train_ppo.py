@@ -19,7 +19,6 @@ from rltune_daemon.errors import UserError
 from rltune_daemon.policies.learned import load_learned
 from rltune_daemon.train.network import Actor
 from rltune_daemon.train.ppo import UPDATE_STATS
-from rltune_daemon.train.reward import reward
 from rltune_daemon.train.run import train
 
 
@@ -157,8 +156,8 @@ def test_trace_too_small_for_an_episode(tmp_path: Path) -> None:
     ([], "react = -1", "react -1: must be 0"),
     ([], 'mode = "events"', "mode 'events': expected 'daemon' or 'event'"),
     ([], 'features = "raw"', "features 'raw': expected 'sampled' or 'naive'"),
-    ([], 'metric = "slowdown"', "metric 'slowdown': expected one of"),
-    ([], 'metric = "bsld"', "metric 'bsld': expected one of bsld+wait, both"),
+    ([], 'metric = "both"', "unknown key 'metric'"),
+    ([], "vary = true", "unknown key 'vary'"),
     ([], 'rivals = "fcfs"', "unknown key 'rivals'"),
     (["--episode-jobs", "100000"], "max_iterations = 1", "fewer than one episode"),
     ([], "warm_start = 16", "unknown key 'warm_start' (valid keys: cem_elite,"),
@@ -191,14 +190,14 @@ def test_config_keys_are_the_settings_a_manifest_records(tmp_path: Path,
 
     got: list[TrainArgs] = []
     monkeypatch.setattr(run, "train", lambda args: got.append(args) or {})
-    (tmp_path / "train.toml").write_text('warm_start_episodes = 16\nepisodes = "contended"\nmetric = "both"\n'
+    (tmp_path / "train.toml").write_text('warm_start_episodes = 16\nepisodes = "contended"\n'
                                          'react = 5\ncem_sigma = 0.25\nmax_iterations = 3\n')
     assert main(["train", "--trace", "testbed", "--base", "multifactor", "--algo", "cem", "--seed", "2",
                  "--episode-jobs", "1024", "--out", str(tmp_path / "m"), "--config",
                  str(tmp_path / "train.toml")]) == 0
     (args,) = got
     want = TrainArgs(trace="testbed", out=tmp_path / "m", base="multifactor", algo="cem", seed=2,
-                     episode_jobs=1024, warm_start_episodes=16, episodes="contended", metric="both",
+                     episode_jobs=1024, warm_start_episodes=16, episodes="contended",
                      react=5.0, cem_sigma=0.25, max_iterations=3, hidden=0,
                      opts=args.opts, progress=args.progress)
     assert args == want and args.opts == {"jobs": "20480"}  # the trace's evaluation options
@@ -213,12 +212,3 @@ def test_react_rollouts_replan_on_queue_changes(tmp_path: Path) -> None:
                                minutes=0.01)) for r in (0.0, 5.0)}
     assert runs[5.0]["hyperparameters"]["react"] == 5.0
     assert runs[5.0]["warm_start"]["decisions"] > runs[0.0]["warm_start"]["decisions"] > 0
-
-
-def test_metric_both_scores_a_window_by_its_worse_gap() -> None:
-    """The mean of the two gaps rewards buying wait with slowdown; ``both`` does not."""
-    base = {"bsld": 10.0, "wait_mean": 1000.0}
-    trade = {"bsld": 11.0, "wait_mean": 700.0}  # BSLD 10 % worse, wait 30 % better
-    assert reward(base, trade, "bsld+wait") == pytest.approx(0.10)
-    assert reward(base, trade, "both") == pytest.approx(-0.10)
-    assert reward(base, {"bsld": 9.0, "wait_mean": 950.0}, "both") == pytest.approx(0.05)

@@ -141,6 +141,10 @@ def test_recipe_notes_what_the_manifest_predates(tmp_path: Path) -> None:
      "trained with credit 'step', which this version no longer runs"),
     ([], {"trace": "testbed", "iterations": 1, "hyperparameters": {"rivals": "fcfs"}},
      "trained with rivals 'fcfs', which this version no longer runs"),
+    ([], {"trace": "testbed", "iterations": 1, "hyperparameters": {"metric": "both", "vary": False}},
+     "trained with metric 'both', which this version no longer runs"),
+    ([], {"trace": "testbed", "iterations": 1, "hyperparameters": {"metric": "bsld+wait", "vary": True}},
+     "trained with vary True, which this version no longer runs"),
     ([], {"trace": "testbed", "iterations": 1, "hyperparameters": {"reach": 8.0}},
      "trained with reach 8.0, which this version no longer runs"),
 ])

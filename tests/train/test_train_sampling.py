@@ -12,7 +12,6 @@ import torch
 from train_helpers import one_torch_thread, random_view, tiny_args
 
 from rltune_daemon import features
-from rltune_daemon.errors import UserError
 from rltune_daemon.policies.learned import LearnedPolicy, chunk_rank
 from rltune_daemon.train.network import Actor, Critic, plackett_luce_logp
 from rltune_daemon.train.ppo import UPDATE_STATS, ppo_update
@@ -85,17 +84,14 @@ def test_deterministic_sampling_policy_is_the_learned_policy() -> None:
 
 def test_reward_by_hand() -> None:
     base = {"bsld": 4.0, "wait_mean": 600.0}
-    assert reward(base, {"bsld": 2.0, "wait_mean": 600.0}, "bsld+wait") == pytest.approx(0.25)
-    assert reward(base, {"bsld": 2.0, "wait_mean": 300.0}, "bsld+wait") == pytest.approx(0.5)
-    assert reward(base, {"bsld": 4.0, "wait_mean": 900.0}, "bsld+wait") == pytest.approx(-0.25)
-    assert reward(base, {"bsld": 2.0, "wait_mean": 900.0}, "both") == pytest.approx(-0.5)
-    with pytest.raises(UserError, match="metric 'bsld': expected one of"):
-        reward(base, base, "bsld")  # a retired metric is refused, never read as another
+    assert reward(base, {"bsld": 2.0, "wait_mean": 600.0}) == pytest.approx(0.25)
+    assert reward(base, {"bsld": 2.0, "wait_mean": 300.0}) == pytest.approx(0.5)
+    assert reward(base, {"bsld": 4.0, "wait_mean": 900.0}) == pytest.approx(-0.25)
     # floors: BSLD is at least 1, a minute of mean wait is "no queue"
-    assert reward({"bsld": 0.5, "wait_mean": 0.0}, {"bsld": 0.5, "wait_mean": 30.0}, "bsld+wait") == (
+    assert reward({"bsld": 0.5, "wait_mean": 0.0}, {"bsld": 0.5, "wait_mean": 30.0}) == (
         pytest.approx(-0.25))
     # clipped to [-1, 1]
-    assert reward(base, {"bsld": 40.0, "wait_mean": 6000.0}, "bsld+wait") == -1.0
+    assert reward(base, {"bsld": 40.0, "wait_mean": 6000.0}) == -1.0
 
 
 def _synthetic_steps() -> list[Step]:

@@ -39,13 +39,12 @@ def heldout(args: argparse.Namespace) -> int:
     identity = model_identity(args.model)
     backfill = "EASY backfill" if rec["bf_reservations"] == 1 else f"{rec['bf_reservations']} reservations"
     base = identity["base_policy"]
-    for trace, r in (rec["traces"] if "traces" in rec else {identity["trace"]: rec}).items():
-        m, b, mf = r["model"], r.get("daemon_base", r["base"]), r["multifactor"]
-        print(f"{args.model} on {trace}: {rec['windows']} held-out windows x {rec['window_size']} jobs (seed "
-              f"{rec['seed']}, {backfill}): model BSLD {m['bsld']:.2f}, wait {m['wait_mean']:.0f} s; "
-              f"{'daemon:' * ('daemon_base' in r)}{base} {b['bsld']:.2f}, {b['wait_mean']:.0f} s"
-              + ("" if base == "multifactor" else f"; multifactor {mf['bsld']:.2f}, {mf['wait_mean']:.0f} s")
-              + "; recorded in its manifest")
+    m, b, mf = rec["model"], rec.get("daemon_base", rec["base"]), rec["multifactor"]
+    print(f"{args.model} on {identity['trace']}: {rec['windows']} held-out windows x {rec['window_size']} "
+          f"jobs (seed {rec['seed']}, {backfill}): model BSLD {m['bsld']:.2f}, wait {m['wait_mean']:.0f} s; "
+          f"{'daemon:' * ('daemon_base' in rec)}{base} {b['bsld']:.2f}, {b['wait_mean']:.0f} s"
+          + ("" if base == "multifactor" else f"; multifactor {mf['bsld']:.2f}, {mf['wait_mean']:.0f} s")
+          + "; recorded in its manifest")
     where = standing(read_manifest(args.model))
     if where.reason:
         print(f"warning: {where.reason}; the daemon runs {where.instead} instead unless "

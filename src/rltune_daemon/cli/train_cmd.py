@@ -17,7 +17,6 @@ from rltune_daemon.cli.settings import field_hints, read_settings
 from rltune_daemon.errors import UserError
 from rltune_daemon.policies import BASELINES, make_policy
 from rltune_daemon.policies.learned import MANIFEST_FILE
-from rltune_daemon.train.episodes import trace_names
 
 # TrainArgs fields the command line sets, and their flags; ``--config`` holds every other one but these.
 FLAGS = {"trace": "--trace", "base": "--base", "minutes": "--minutes", "seed": "--seed", "out": "--out",
@@ -34,8 +33,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "train", help="train the RLTune actor in the simulator (PPO or cross-entropy search)")
     p.add_argument("--trace", help="trace name (see 'rltune trace list') or file to train on; its last 10 %% "
-                        "is held out. Several names (philly,helios,alibaba,testbed): one model for all, "
-                        "episodes drawn from each trace equally often")
+                        "is held out")
     p.add_argument("--base", default=None,
                    help=f"base policy the reward compares with ({', '.join(BASELINES)}; default sjf)")
     p.add_argument("--minutes", type=float, default=None,
@@ -98,9 +96,6 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--trace is required (or --config MODEL to repeat a model's run)")
     given = {k: v for k, v in vars(args).items() if k in FLAGS and k != "out" and v is not None}
     make_policy(given.get("base", TrainArgs.base))  # validate before any work
-    if len(trace_names(args.trace)) > 1 and (args.opt or args.cluster):
-        raise UserError(f"--trace {args.trace}: --opt and --cluster go with one trace; several bundled "
-                        "traces each train on their own defaults")
     # train on the same workload the evaluation splits (e.g. testbed with jobs=20480)
     opts = {**EVAL_DEFAULT_OPTS.get(args.trace, {}), **parse_opts(args.opt)}
     algo = given.get("algo", TrainArgs.algo)

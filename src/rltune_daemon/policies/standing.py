@@ -70,27 +70,16 @@ def _references(record: Mapping[str, Any], base: str) -> list[tuple[str, str]]:
     return [("base", base)]  # an older record: the base policy, ranked at every event
 
 
-def _behind(record: Mapping[str, Any], trace: str, base: str) -> list[tuple[str, str]]:
-    """(policy, why) for each policy the record of one trace shows ahead of the model."""
-    found = [(policy, f"{policy}: " + "; ".join(v)) for key, policy in _references(record, base)
-             if (v := _verdicts(record, key))]
-    n = record.get("windows", "?")
-    return [(policy, f"on {n} held-out windows of {trace} this model is behind {text}")
-            for policy, text in found]
-
-
 def standing(manifest: Mapping[str, Any]) -> Standing:
-    """Whether the model is behind multifactor or its base policy on its held-out record (on any trace,
-    for a model trained on several), and if so why and what to run instead; ``Standing()`` when not, or
-    when the manifest has no held-out record."""
+    """Whether the model is behind multifactor or its base policy on its held-out record, and if so why
+    and what to run instead; ``Standing()`` when not, or when the manifest has no held-out record."""
     record = manifest.get("heldout")
     if not isinstance(record, Mapping):
         return Standing()
     base = str(manifest.get("base_policy", "?"))
-    per_trace = record.get("traces")
-    records = dict(per_trace) if isinstance(per_trace, Mapping) else {str(manifest.get("trace", "?")): record}
-    found = [f for trace, rec in records.items() if isinstance(rec, Mapping)
-             for f in _behind(rec, trace, base)]
+    trace, n = manifest.get("trace", "?"), record.get("windows", "?")
+    found = [(policy, f"on {n} held-out windows of {trace} this model is behind {policy}: " + "; ".join(v))
+             for key, policy in _references(record, base) if (v := _verdicts(record, key))]
     if not found:
         return Standing()
     # multifactor when any record shows it ahead: the one option that cannot be behind itself

@@ -21,7 +21,6 @@ from rltune_daemon.planner.config import (
     loop_settings,
 )
 from rltune_daemon.sim.config import SimConfig, checked_reservations
-from rltune_daemon.train.reward import checked_metric
 
 ALGOS = ("ppo", "cem")
 
@@ -38,12 +37,10 @@ class TrainArgs:
     bf_reservations: int = 1  # blocked jobs per partition the simulator's backfill reserves for (1: EASY)
     starvation_reference: str = STARVATION_REFERENCE_DEFAULT  # daemon mode: the guard's reference (rollouts)
     features: str = "sampled"  # sampled | naive
-    metric: str = "bsld+wait"  # bsld+wait | both (``reward``)
     estimates: str | None = "user"
     opts: dict[str, str] = field(default_factory=dict)
     cluster: str | None = None  # a cluster file for a sacct/CSV trace (evaluate's --cluster)
     episode_jobs: int = 256
-    vary: bool = False  # each episode on a randomised variant of its cluster and jobs (traces.variants)
     episodes_per_iter: int = 16
     workers: int = 0  # 0 = all cores
     lr: float = 1e-3
@@ -97,7 +94,6 @@ def check_args(args: TrainArgs) -> None:
         raise UserError("screen_episodes must be at least 2 with episodes 'contended'")
     if args.init is not None and args.warm_start_episodes > 0:
         raise UserError(f"--init {args.init} starts from that model's weights: drop warm_start_episodes")
-    checked_metric(args.metric)
     checked_reservations(args.bf_reservations)
     if args.starvation_reference not in GUARD_REFERENCES:
         raise UserError(f"starvation_reference {args.starvation_reference!r}: expected one of "

@@ -33,7 +33,7 @@ from rltune_daemon.sim.engine import SimResult, Simulator
 from rltune_daemon.traces import load_workload, split_by_time
 from rltune_daemon.train.episodes import episode_workload
 from rltune_daemon.train.history import EpisodeHistory
-from rltune_daemon.train.reward import checked_metric, reward
+from rltune_daemon.train.reward import reward
 
 OBS_BOUND = 10.0
 
@@ -47,7 +47,7 @@ class RLTuneEnv(gym.Env[dict[str, np.ndarray], int]):
     metadata = {"render_modes": []}  # noqa: RUF012
 
     def __init__(self, trace: str = "testbed", episode_jobs: int = 256, base: str = "sjf",
-                 features: str = "sampled", metric: str = "bsld+wait", seed: int = 0,
+                 features: str = "sampled", seed: int = 0,
                  opts: dict[str, str] | None = None, estimates: str = "user", bf_reservations: int = 1,
                  cluster: str | None = None) -> None:
         self.sim_config = SimConfig(bf_reservations=checked_reservations(bf_reservations))
@@ -56,7 +56,6 @@ class RLTuneEnv(gym.Env[dict[str, np.ndarray], int]):
         self.episode_jobs = min(episode_jobs, len(self.train.jobs))
         self.base_name = base
         self.mode = features
-        self.metric = checked_metric(metric)
 
         dim = feats.ACTOR_DIM if features == "sampled" else NAIVE_DIM
         self.observation_space = spaces.Dict({  # type: ignore[assignment]
@@ -128,5 +127,5 @@ class RLTuneEnv(gym.Env[dict[str, np.ndarray], int]):
             result: SimResult = done.value
             self._steps = None
             info.update(rl=result.metrics, base=self._base_metrics)
-            return self._empty(), reward(self._base_metrics, result.metrics, self.metric), True, False, info
+            return self._empty(), reward(self._base_metrics, result.metrics), True, False, info
         return self._obs(), 0.0, False, False, info

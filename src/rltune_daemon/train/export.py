@@ -17,6 +17,7 @@ from rltune_daemon.policies.learned import MODEL_FILE
 from rltune_daemon.train.args import TrainArgs, rollout_settings
 from rltune_daemon.train.heldout import HeldoutSpec, measure_heldout, write_manifest
 from rltune_daemon.train.network import Actor
+from rltune_daemon.train.reward import REWARD_METRIC
 
 
 def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[str, Any]],
@@ -47,7 +48,7 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
         "iterations": len(rows),
         "best_iteration": best.get("iteration"),
         "validation_reward": None if best.get("val_reward", -math.inf) == -math.inf else best["val_reward"],
-        "reward_metric": args.metric,
+        "reward_metric": REWARD_METRIC,
         "warm_start": warm_start or None,
         "init": init,  # --init: the model this one was fine-tuned from (path, actor hash, its run)
         "validation_reward_start": start_val,  # iteration 0: --init's model

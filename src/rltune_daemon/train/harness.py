@@ -33,7 +33,6 @@ from tqdm import tqdm
 
 from rltune_daemon import features
 from rltune_daemon.errors import UserError
-from rltune_daemon.evaluate.runner import EVAL_DEFAULT_OPTS
 from rltune_daemon.features.naive import NAIVE_DIM
 from rltune_daemon.planner.config import INTERVAL_DEFAULT
 from rltune_daemon.policies import make_policy
@@ -41,7 +40,7 @@ from rltune_daemon.service.simdaemon import planner_controller
 from rltune_daemon.sim import Simulator, simulate
 from rltune_daemon.traces import load_workload, split_by_time
 from rltune_daemon.train.args import TrainArgs, check_args, rollout_planner, sim_config
-from rltune_daemon.train.episodes import Episodes, trace_names
+from rltune_daemon.train.episodes import Episodes
 from rltune_daemon.train.export import export_model, plot_curve
 from rltune_daemon.train.imitation import ImitationRecorder, fit_imitation
 from rltune_daemon.train.init_model import load_initial_actor
@@ -66,12 +65,9 @@ def init_worker(args: TrainArgs) -> None:
     use one intra-op thread too: a thread count changes the order of float reductions, and the same seed
     must give the same model on a laptop and on a 64-core node (tests/train/test_train_reproduce.py)."""
     torch.set_num_threads(1)
-    names = trace_names(args.trace)
-    # one trace: its options as given (the CLI adds evaluation's defaults); several: each its defaults
-    opts = {name: args.opts if len(names) == 1 else EVAL_DEFAULT_OPTS.get(name, {}) for name in names}
-    parts = [split_by_time(load_workload(name, estimates=args.estimates, seed=args.seed,
-                                         cluster=args.cluster, **opts[name]))[0] for name in names]
-    episodes = Episodes(names, parts, args.episode_jobs, args.seed if args.vary else None)
+    part = split_by_time(load_workload(args.trace, estimates=args.estimates, seed=args.seed,
+                                       cluster=args.cluster, **args.opts))[0]
+    episodes = Episodes(args.trace, part, args.episode_jobs)
     _W.update(args=args, episodes=episodes, base_cache={})
 
 
@@ -136,7 +132,7 @@ def run_episode(actor: Actor, critic: Critic, start: int, seed: int, determinist
     wl = _W["episodes"].workload(start)
     res = Simulator(wl, ctl, sim_config(args)).run()
     steps = policy.steps
-    episode_reward = reward(base, res.metrics, args.metric)
+    episode_reward = reward(base, res.metrics)
     if len(steps) > args.max_steps_per_episode:  # every step shares the episode's reward: a sample will do
         keep = np.sort(rng.choice(len(steps), args.max_steps_per_episode, replace=False))
         steps = [steps[i] for i in keep]
@@ -288,8 +284,7 @@ class Session:
         train_minutes = self.elapsed / 60.0
         _write_csv(args.out / "training.csv", self.rows)
         backfill = "" if args.bf_reservations == 1 else f", {args.bf_reservations} reservations"
-        metric = "" if args.metric == TrainArgs.metric else f", reward: {args.metric}"
-        title = f"{args.trace}: RLTune vs {args.base} ({args.mode} mode, {args.algo}{backfill}{metric})"
+        title = f"{args.trace}: RLTune vs {args.base} ({args.mode} mode, {args.algo}{backfill})"
         plot_curve(self.rows, args.out / "training_curve.png", title, self.start_val, reward_label)
         return export_model(self.actor, args, train_minutes, self.rows, self.best, self.warm, self.start_val,
                             self.init)

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rltune_daemon.errors import UserError
 from rltune_daemon.policies.learned import MANIFEST_FILE, load_learned
 from rltune_daemon.sim.config import checked_reservations
-from rltune_daemon.train.episodes import trace_names
 
 HELDOUT_KEYS = ("bsld", "wait_mean", "jct_mean", "utilization")
 PER_WINDOW_KEYS = ("bsld", "wait_mean")
@@ -41,17 +40,7 @@ class HeldoutSpec:
 
 
 def measure_heldout(model_dir: Path, spec: HeldoutSpec, progress: bool = False) -> dict[str, Any]:
-    """The manifest's ``heldout`` record of the model in ``model_dir``; for a model trained on several
-    traces (``spec.trace`` "a,b"), one record per trace under ``traces``."""
-    names = trace_names(spec.trace)
-    if len(names) == 1:
-        return _measure(model_dir, spec, progress)
-    return {"windows": spec.windows, "window_size": spec.window_size, "seed": spec.seed,
-            "bf_reservations": spec.bf_reservations,
-            "traces": {name: _measure(model_dir, replace(spec, trace=name), progress) for name in names}}
-
-
-def _measure(model_dir: Path, spec: HeldoutSpec, progress: bool) -> dict[str, Any]:
+    """The manifest's ``heldout`` record of the model in ``model_dir``."""
     from rltune_daemon.evaluate.runner import EvalConfig, evaluate
 
     policy = f"rltune:{model_dir}"

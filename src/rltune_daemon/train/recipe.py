@@ -24,9 +24,11 @@ from rltune_daemon.train.args import TrainArgs, rollout_settings
 NOT_RECIPE = frozenset({"trace", "out", "opts", "cluster", "init", "workers", "progress", "max_iterations"})
 # Settings this version no longer has, with the value whose run it still repeats (every decision shares
 # the episode's reward, validation windows anywhere in the training part, an actor that ranks on its own,
-# a reward against the base policy alone),
+# a reward against the base policy alone, the mean of the BSLD and wait gaps, each episode on its trace's
+# own cluster and jobs),
 # and the settings that only acted with another value of them.
-RETIRED = {"credit": "episode", "validation": "anywhere", "reach": 0.0, "rivals": ""}
+RETIRED = {"credit": "episode", "validation": "anywhere", "reach": 0.0, "rivals": "", "metric": "bsld+wait",
+           "vary": False}
 RETIRED_WITH = frozenset({"gamma", "gae_lambda", "reach_beta"})
 
 
