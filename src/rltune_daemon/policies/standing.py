@@ -82,6 +82,6 @@ def standing(manifest: Mapping[str, Any]) -> Standing:
              for key, policy in _references(record, base) if (v := _verdicts(record, key))]
     if not found:
         return Standing()
-    # multifactor when any record shows it ahead: the one option that cannot be behind itself
+    # multifactor when the record shows it ahead: the one option that cannot be behind itself
     instead = MULTIFACTOR if any(p == MULTIFACTOR for p, _ in found) else found[0][0]
     return Standing("; ".join(text for _, text in found), instead)

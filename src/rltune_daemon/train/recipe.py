@@ -19,6 +19,7 @@ import torch
 from rltune_daemon.errors import UserError
 from rltune_daemon.policies.learned import MODEL_FILE, actor_sha256, read_manifest
 from rltune_daemon.train.args import TrainArgs, rollout_settings
+from rltune_daemon.train.reward import REWARD_METRIC
 
 # TrainArgs fields that are not the recipe: where the run writes, how it is run and shown.
 NOT_RECIPE = frozenset({"trace", "out", "opts", "cluster", "init", "workers", "progress", "max_iterations"})
@@ -27,7 +28,7 @@ NOT_RECIPE = frozenset({"trace", "out", "opts", "cluster", "init", "workers", "p
 # a reward against the base policy alone, the mean of the BSLD and wait gaps, each episode on its trace's
 # own cluster and jobs),
 # and the settings that only acted with another value of them.
-RETIRED = {"credit": "episode", "validation": "anywhere", "reach": 0.0, "rivals": "", "metric": "bsld+wait",
+RETIRED = {"credit": "episode", "validation": "anywhere", "reach": 0.0, "rivals": "", "metric": REWARD_METRIC,
            "vary": False}
 RETIRED_WITH = frozenset({"gamma", "gae_lambda", "reach_beta"})
 
