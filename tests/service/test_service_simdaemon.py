@@ -48,3 +48,24 @@ def test_evaluate_daemon_mode_and_backend_sim_start_every_job_at_the_same_time(
     assert ctl.plans > 0 and ctl.applier is not daemon.applier
     if base != "multifactor":
         assert daemon.metrics.priority_updates._value.get() > 0
+
+
+def test_a_daemon_that_writes_nothing_changes_nothing(tmp_path: Path) -> None:
+    """No SiteFactor and no hint written: every job starts when it does under Slurm's multifactor alone,
+    both in evaluate's daemon mode and through ``rltune-daemon --backend sim`` with its default
+    configuration, although the daemon cycled thousands of times (a queue check every 5 s)."""
+    daemon, backend = _daemon_run(tmp_path, "multifactor", 400)
+    alone = Simulator(backend.workload, make_controller("multifactor", backend.workload,
+                                                        EvalConfig(trace="testbed", policies=())))
+    ref = alone.run()
+    live = backend.slurm.sim
+    assert daemon.metrics.priority_updates._value.get() == 0 and live.stats["ticks"] > 1000
+    np.testing.assert_array_equal(live.start, ref.start)
+    cfg = EvalConfig(trace="testbed", policies=("daemon:multifactor",), milp=False)
+    ctl = make_controller("daemon:multifactor", backend.workload, cfg)
+    offline = Simulator(backend.workload, ctl, cfg.sim_config()).run()
+    assert isinstance(ctl, DaemonModeController) and ctl.cycles > 1000
+    np.testing.assert_array_equal(offline.start, ref.start)
+    # a daemon that writes does move jobs: the comparison above can fail
+    sjf = Simulator(backend.workload, make_controller("daemon:sjf", backend.workload, cfg), cfg.sim_config()).run()
+    assert (sjf.start != ref.start).sum() > 10

@@ -6,7 +6,7 @@ import argparse
 
 from rltune_daemon.cli.common import print_json
 from rltune_daemon.errors import UserError
-from rltune_daemon.evaluate.paired import METRICS, load_side, overall, paired_diffs
+from rltune_daemon.evaluate.paired import METRICS, load_side, overall, paired_diffs, side_harm
 from rltune_daemon.stats import SIGMA_DEFAULT
 
 
@@ -41,11 +41,13 @@ def compare(args: argparse.Namespace) -> int:
     diffs = paired_diffs(a, b, metrics, args.sigma, args.relative, by)
     n_windows = by[1] if by else len(a.windows)
     verdict = overall(diffs)
+    harmed = side_harm(a, b, args.sigma)  # over all shared windows: the criterion is not a subset's
     if args.json:
         print_json({"a": {"path": str(a.path), "policy": a.policy},
                     "b": {"path": str(b.path), "policy": b.policy},
                     "windows": n_windows, "sigma": args.sigma, "relative": args.relative,
-                    "verdict": verdict, "metrics": [vars(d) for d in diffs]})
+                    "verdict": verdict, "metrics": [vars(d) for d in diffs],
+                    "no_harm": harmed.as_json() if harmed is not None else None})
         return 0
     print(f"A: {a.policy} ({a.path})\nB: {b.policy} ({b.path})\n"
           + (f"the {by[1]} of {len(a.windows)} windows where {by[0].policy} has the highest BSLD" if by else
@@ -60,4 +62,10 @@ def compare(args: argparse.Namespace) -> int:
         print(f"{d.metric:<12}{d.a:>12.3f}{d.b:>12.3f}{diff}{se}  {d.verdict}")
     print(f"verdict: A is {verdict} than B" if verdict in ("better", "worse") else
           f"verdict: {verdict}")
+    if harmed is None:
+        print("no harm: not judged (a results file predates the per-class, p99 and utilisation figures; "
+              "re-run 'rltune evaluate')")
+    else:
+        print("no harm: against B, A makes no size class wait longer, the tail no longer and the GPUs no "
+              "idler" if harmed.ok else "harm: against B, A: " + "; ".join(harmed.failures))
     return 0

@@ -18,11 +18,11 @@ it is 2, which the absolute difference lets a few congested windows decide.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rltune_daemon import stats
+from rltune_daemon import harm, stats
 from rltune_daemon.errors import UserError
 from rltune_daemon.stats import SIGMA_DEFAULT
 
@@ -39,6 +39,7 @@ class Side:
     policy: str
     config: dict[str, Any]
     windows: dict[int, dict[str, float]]
+    entry: dict[str, Any] = field(default_factory=dict)  # the policy's whole entry in the results
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def load_side(spec: str) -> Side:
     per_window = pols[policy].get("per_window")
     if not per_window:
         raise UserError(f"{path}: policy {policy!r} has no per-window results; re-run 'rltune evaluate'")
-    return Side(path, policy, config, {int(w["window"]): w for w in per_window})
+    return Side(path, policy, config, {int(w["window"]): w for w in per_window}, dict(pols[policy]))
 
 
 def check_same_windows(a: Side, b: Side) -> list[int]:
@@ -137,6 +138,17 @@ def paired_diffs(a: Side, b: Side, metrics: tuple[str, ...] = METRICS, sigma: fl
         p = stats.paired(xs, ys, sigma, diffs=rel)
         out.append(PairedDiff(m, p.a, p.b, p.diff, p.se, p.verdict))
     return out
+
+
+def side_harm(a: Side, b: Side, sigma: float = SIGMA_DEFAULT) -> harm.Judgement | None:
+    """Whether ``a`` does harm against ``b`` (``harm.judge``, ``b`` the reference) on their shared
+    windows; None when either result predates the figures the criterion needs."""
+    if not (harm.has_figures(a.entry) and harm.has_figures(b.entry)):
+        return None
+    check_same_windows(a, b)
+    unit = "processors" if b.config.get("resource") == "cpu" else "GPUs"
+    return harm.judge(harm.Figures.from_entry(a.entry), harm.Figures.from_entry(b.entry), unit,
+                      harm.Rule(sigma=sigma), name=b.policy)
 
 
 def overall(diffs: list[PairedDiff]) -> str:

@@ -9,13 +9,14 @@ from typing import Any
 import numpy as np
 
 from rltune_daemon.evaluate.recorded import settings_as_run
-from rltune_daemon.evaluate.verdict import verdict
+from rltune_daemon.evaluate.verdict import LEAVE, harm_of, harm_text, verdict
 from rltune_daemon.traces.stats import dropped_note
 
 TABLE_COLS = (("bsld", "BSLD", "{:.2f}"), ("wait_mean", "wait mean (s)", "{:.0f}"),
-              ("wait_p95", "wait p95 (s)", "{:.0f}"), ("wait_max", "wait max (s)", "{:.0f}"),
-              ("jct_mean", "JCT mean (s)", "{:.0f}"),
-              ("utilization", "GPU util", "{:.3f}"), ("makespan", "makespan (s)", "{:.0f}"))
+              ("wait_p95", "wait p95 (s)", "{:.0f}"), ("wait_p99", "wait p99 (s)", "{:.0f}"),
+              ("wait_max", "wait max (s)", "{:.0f}"), ("jct_mean", "JCT mean (s)", "{:.0f}"),
+              ("utilization", "GPU util", "{:.3f}"), ("utilization_arrival", "GPU util (arrivals)", "{:.3f}"),
+              ("makespan", "makespan (s)", "{:.0f}"))
 
 
 def markdown_table(results: dict[str, Any], baseline: str | None = None) -> str:
@@ -26,7 +27,7 @@ def markdown_table(results: dict[str, Any], baseline: str | None = None) -> str:
         head += [f"BSLD vs {baseline}", f"wait vs {baseline}"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, m in pols.items():
-        row = [f"`{name}`", *(fmt.format(m[key]) for key, _, fmt in TABLE_COLS)]
+        row = [f"`{name}`", *(fmt.format(m[key]) if key in m else "-" for key, _, fmt in TABLE_COLS)]
         if baseline and baseline in pols:
             b = pols[baseline]
             row += [_pct(m["bsld"], b["bsld"]), _pct(m["wait_mean"], b["wait_mean"])]
@@ -63,6 +64,22 @@ def hurt_table(judged: dict[str, dict[str, float]]) -> str:
         lines.append(f"| `{name}` | {j['hurt_pct']:.1f} % | {j['helped_pct']:.1f} % | "
                      f"{j['worst_extra_wait']:.0f} |")
     return "\n".join(lines)
+
+
+def harm_table(results: dict[str, Any]) -> str:
+    """The no-harm criterion of every policy against multifactor, one line each ("" without
+    multifactor or figures)."""
+    rows = [(name, harm_of(results, name)) for name in results["policies"] if name != LEAVE]
+    rows = [(name, h) for name, h in rows if h is not None]
+    if not rows:
+        return ""
+    lines = ["| policy | against multifactor |", "|---|---|"]
+    for name, h in rows:
+        lines.append(f"| `{name}` | {harm_text(h)} |")
+    return ("No harm against Slurm's multifactor order (every size class with at least 50 jobs waits at "
+            "most 1.1 × its mean + 60 s, p99 wait at most 1.1 ×, GPU utilisation over the makespan and "
+            "over the arrivals at most 0.01 lower, mean BSLD and wait not higher beyond 2 standard "
+            "errors):\n\n" + "\n".join(lines))
 
 
 def size_table(results: dict[str, Any], unit: str) -> str:
@@ -158,7 +175,8 @@ def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path
           f"{cfg['mode']}{_interval(cfg)}, placement effects: {'off' if cfg['pure'] else 'on'}"
           f"{_backfill(cfg)}. Means over windows.", "", load_line(cfg) + ".", "",
           markdown_table(results, baseline="fcfs" if "fcfs" in results["policies"] else first), "",
-          "Wait max is the longest wait of any job in any window.", ""]
+          "Wait max is the longest wait of any job in any window; wait p99 is over every job of every "
+          "window; GPU util (arrivals) counts only the span from the first to the last submit.", ""]
     note = fallback_note(results)
     if note:
         md += [note, ""]
@@ -166,6 +184,8 @@ def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path
         md += [line, ""]
     if sizes := size_table(results, "processors" if cfg.get("resource") == "cpu" else "GPUs"):
         md += [sizes, ""]
+    if harms := harm_table(results):
+        md += [harms, ""]
     judged = {k: v["vs_multifactor"] for k, v in results["policies"].items() if "vs_multifactor" in v}
     if judged:
         md += ["Job by job against Slurm's multifactor order on the same windows (hurt / helped: waited "

@@ -18,12 +18,14 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from rltune_daemon import harm
 from rltune_daemon.domain.arrays import JobTable
 from rltune_daemon.domain.effects import EffectsConfig
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.evaluate.engines import Engine, deal, run_on_slurm
 from rltune_daemon.evaluate.recorded import DAEMON_MULTIFACTOR
 from rltune_daemon.evaluate.windows import heldout_windows
+from rltune_daemon.harm import wait_by_class
 from rltune_daemon.placement.context import FALLBACK_REASONS
 from rltune_daemon.placement.milp import fallback_counts, reset_fallback_counts
 from rltune_daemon.planner.config import (
@@ -50,8 +52,8 @@ from rltune_daemon.traces.stats import estimates_note
 EVAL_DEFAULT_OPTS: dict[str, dict[str, str]] = {"testbed": {"jobs": "20480"}}
 
 SLURM_TASKS_DEFAULT = 32
-METRIC_KEYS = ("bsld", "wait_mean", "wait_median", "wait_p95", "wait_max", "jct_mean", "utilization",
-               "makespan")
+METRIC_KEYS = ("bsld", "wait_mean", "wait_median", "wait_p95", "wait_p99", "wait_max", "jct_mean",
+               "utilization", "utilization_arrival", "makespan")
 
 
 @dataclass(frozen=True)
@@ -207,13 +209,6 @@ def job_by_job(runs: list[dict[str, Any]], reference: list[dict[str, Any]]) -> d
             "worst_extra_wait": float(max(d.max(), 0.0))}
 
 
-SIZE_CLASSES = ((1, 1), (2, 2), (3, 4), (5, 8), (9, 16), (17, 64), (65, 1 << 62))
-
-
-def size_label(lo: int, hi: int) -> str:
-    return str(lo) if lo == hi else f"{lo}+" if hi >= 1 << 62 else f"{lo}-{hi}"
-
-
 def wait_by_size(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Mean wait of the jobs of each size (GPUs, or processors on a CPU-only cluster) over all windows:
     whether a gain for small jobs is paid by the large ones that need the cluster to drain."""
@@ -221,12 +216,12 @@ def wait_by_size(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
         return {}
     waits = np.concatenate([np.asarray(r["job_waits"], dtype=float) for r in runs])
     sizes = np.concatenate([np.asarray(r["job_sizes"], dtype=np.int64) for r in runs])
-    out: dict[str, dict[str, float]] = {}
-    for lo, hi in SIZE_CLASSES:
-        w = waits[(sizes >= lo) & (sizes <= hi) & ~np.isnan(waits)]
-        if len(w):
-            out[size_label(lo, hi)] = {"jobs": len(w), "wait_mean": float(w.mean())}
-    return out
+    return wait_by_class(waits, sizes)
+
+
+def no_harm(entry: dict[str, Any], reference: dict[str, Any], unit: str = "GPUs") -> dict[str, Any]:
+    """The no-harm criterion (``harm.judge``) of one policy's entry against multifactor's, as JSON."""
+    return harm.judge(harm.Figures.from_entry(entry), harm.Figures.from_entry(reference), unit).as_json()
 
 
 def aggregate(cfg: EvalConfig, runs: list[dict[str, Any]], seconds: float, workers: int,
@@ -237,7 +232,8 @@ def aggregate(cfg: EvalConfig, runs: list[dict[str, Any]], seconds: float, worke
     policies: dict[str, Any] = {}
     for spec in cfg.policies:
         mine = sorted((r for r in runs if r["policy"] == spec), key=lambda r: r["window"])
-        # means over windows, except the worst wait: the worst job of any window
+        # means over windows, except the worst wait (the worst job of any window) and the p99 wait (of
+        # every job of every window: the tail an admin sees over a month, not an average of tails)
         entry: dict[str, Any] = {
             key: float((np.max if key == "wait_max" else np.mean)([r["metrics"][key] for r in mine]))
             for key in METRIC_KEYS
@@ -245,6 +241,7 @@ def aggregate(cfg: EvalConfig, runs: list[dict[str, Any]], seconds: float, worke
         entry["per_window"] = [{"window": r["window"], **{k: r["metrics"][k] for k in METRIC_KEYS}}
                                for r in mine]
         entry["waits"] = [w for r in mine for w in r["job_waits"] if not math.isnan(w)]  # jobs that ran
+        entry["wait_p99"] = float(np.percentile(entry["waits"], 99)) if entry["waits"] else 0.0
         entry["wait_by_size"] = wait_by_size(mine)
         entry["sim_seconds"] = float(sum(r["seconds"] for r in mine))
         # counted: a fallback means some of this policy's decisions used the greedy placement
@@ -252,11 +249,13 @@ def aggregate(cfg: EvalConfig, runs: list[dict[str, Any]], seconds: float, worke
                                    for reason in FALLBACK_REASONS}
         policies[spec] = entry
     reference = [r for r in runs if r["policy"] == REFERENCE]
+    unit = "processors" if workload is not None and workload.cluster.resource == "cpu" else "GPUs"
     if reference:
         for spec in cfg.policies:
             if spec != REFERENCE:
                 policies[spec]["vs_multifactor"] = job_by_job(
                     [r for r in runs if r["policy"] == spec], reference)
+                policies[spec]["no_harm"] = no_harm(policies[spec], policies[REFERENCE], unit)
     config = asdict(cfg)
     config["opts"] = cfg.trace_opts()
     if cfg.starvation_seconds == float("inf"):

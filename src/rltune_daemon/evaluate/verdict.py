@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rltune_daemon import stats
+from rltune_daemon import harm, stats
 
 METRICS = (("bsld", "BSLD", "", 2), ("wait_mean", "wait", " s", 0))
 LEAVE = "multifactor"
@@ -33,15 +33,40 @@ def judge(results: Mapping[str, Any], a: str, b: str) -> tuple[str, str]:
     return stats.overall(verdicts), ", ".join(parts)
 
 
-def _pick(results: Mapping[str, Any], prefix: str, against: str) -> tuple[str, str, str]:
+def harm_of(results: Mapping[str, Any], policy: str) -> dict[str, Any] | None:
+    """``policy``'s no-harm judgement against multifactor: the one its results carry, else judged here
+    from its figures; None when the results predate the figures (not judged)."""
+    pols = results["policies"]
+    entry = pols[policy]
+    if "no_harm" in entry:
+        return dict(entry["no_harm"])
+    if LEAVE not in pols or not (harm.has_figures(entry) and harm.has_figures(pols[LEAVE])):
+        return None
+    unit = "processors" if results.get("config", {}).get("resource") == "cpu" else "GPUs"
+    return harm.judge(harm.Figures.from_entry(entry), harm.Figures.from_entry(pols[LEAVE]), unit).as_json()
+
+
+def harm_text(judged: Mapping[str, Any] | None) -> str:
+    if judged is None:
+        return "no-harm figures not recorded"
+    return "no harm" if judged["ok"] else "harm: " + "; ".join(judged["failures"])
+
+
+def _pick(results: Mapping[str, Any], prefix: str, against: str) -> tuple[str, str, str, bool]:
     """Of the evaluated ``prefix`` policies, the one to weigh against ``against``: the lowest mean BSLD
-    among those *better* than it, else the lowest mean BSLD of all; with its verdict and differences.
-    ("", "", "") when none ran."""
+    among those *better* than it that do no harm, else the lowest mean BSLD of all; with its verdict,
+    the differences and the no-harm judgement as text, and whether it does no harm. ("", "", "", False)
+    when none ran."""
     pols = results["policies"]
     mine = sorted((p for p in pols if p.startswith(prefix) and p != f"daemon:{LEAVE}"),
                   key=lambda p: (pols[p]["bsld"], pols[p]["wait_mean"]))
-    judged = [(p, *judge(results, p, against)) for p in mine]
-    return next((j for j in judged if j[1] == "better"), judged[0] if judged else ("", "", ""))
+    judged = []
+    for p in mine:
+        v, text = judge(results, p, against)
+        h = harm_of(results, p)
+        judged.append((p, v, f"{text}; {harm_text(h)}", h is None or bool(h["ok"])))
+    fallback = judged[0] if judged else ("", "", "", False)
+    return next((j for j in judged if j[1] == "better" and j[3]), fallback)
 
 
 def verdict(results: Mapping[str, Any]) -> str:
@@ -57,10 +82,10 @@ def verdict(results: Mapping[str, Any]) -> str:
         return "verdict: needs at least 2 windows (--windows) to tell a gain from noise"
     choice, why = LEAVE, []
     for prefix in ("daemon:", "rltune:"):  # the simpler option first: a model must beat it
-        policy, v, text = _pick(results, prefix, choice)
+        policy, v, text, harmless = _pick(results, prefix, choice)
         if policy:
             why.append(f"{policy} vs {choice}: {v} ({text})")
-            if v == "better":
+            if v == "better" and harmless:
                 choice = policy
     if choice == LEAVE:
         what = "leave Slurm alone (multifactor)"

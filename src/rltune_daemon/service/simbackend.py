@@ -134,7 +134,8 @@ class SimulatedSlurm:
               site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False,
               restore: bool = False) -> ApplyResult:
         """Validate as the Slurm writer does, then set. The scheduling pass Slurm runs after a job
-        update is the one the clock's owner runs right after the daemon's cycle (the engine's tick)."""
+        update is the one the clock's owner runs right after the daemon's cycle (the engine's tick); a
+        cycle that changed nothing gets none, as the cluster without the daemon would not."""
         ups = {u.job_id: u for u in updates}
         prep = prepare(snapshot, ups.values(), site_factor_unknown=site_factor_unknown, restore=restore)
         if dry_run:
@@ -147,11 +148,12 @@ class SimulatedSlurm:
         return ApplyResult(prep.decided + tuple(done), 0 if done else None)
 
     def _set(self, row: int, u: JobUpdate) -> None:
-        if u.site_factor is not None:
+        if u.site_factor is not None and u.site_factor != self.site.get(row, 0):
             if u.site_factor:
                 self.site[row] = u.site_factor
             else:
                 self.site.pop(row, None)
+            self.sim.reprioritised()
         if u.exc_nodes is not None:
             if u.exc_nodes:
                 self.exc[row] = tuple(u.exc_nodes)

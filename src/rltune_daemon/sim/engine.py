@@ -2,10 +2,12 @@
 
 Events are merged from the (sorted) submit times and a heap of finish times keyed by
 ``(time, sequence)`` so equal times resolve in a fixed order (SimPy's monotonic tie-break). At one
-instant, a controller tick comes first, with its own scheduling pass: a daemon reading the queue at
-``t`` does not see a job submitted or ending at ``t`` (otherwise a tick grid that matches a trace's
-1-s timestamps would re-plan before every event, a reaction time no daemon has). Then finishes are
-applied, then arrivals, then one scheduling pass.
+instant, a controller tick comes first: a daemon reading the queue at ``t`` does not see a job submitted
+or ending at ``t`` (otherwise a tick grid that matches a trace's 1-s timestamps would re-plan before every
+event, a reaction time no daemon has). The tick has a scheduling pass of its own only when the
+controller steered the queue since the last tick (a priority or node hint changed): a daemon that writes
+nothing then leaves exactly the passes, and so the schedule, of the cluster without it. Then finishes
+are applied, then arrivals, then one scheduling pass.
 
 A pass walks pending jobs in the controller's order and starts every job that fits (Slurm's main
 scheduler) until a job does not; that job becomes its partition's *head* and gets a reservation at the
@@ -111,6 +113,7 @@ class Simulator:
         self._shape_id = inverse.reshape(-1).astype(np.int64)
         self._n_shapes = int(self._shape_id.max()) + 1 if n else 0
         self._has_hint = np.zeros(n, dtype=np.bool_)
+        self._steered = False  # a priority or hint changed since the last tick: its pass must run
         # Reservations beyond the head depend only on the cluster state, the job and those before it:
         # kept until the state changes (``_version``: starts, finishes, arrivals, hints), so the daemon's
         # ticks that change nothing do not re-plan them.
@@ -146,14 +149,30 @@ class Simulator:
 
     def set_hint(self, row: int, nodes: I64) -> None:
         """Restrict a pending job to ``nodes`` (a ReqNodeList placement hint)."""
+        old = self.hints.get(row)
+        if old is not None and np.array_equal(old, nodes):
+            return
         self.hints[row] = nodes
         self._has_hint[row] = True
         self._version += 1
+        self._steered = True
 
     def clear_hint(self, row: int) -> None:
-        if self.hints.pop(row, None) is not None:
-            self._version += 1
+        """Lift a pending job's node hint (the controller's write)."""
+        if self._drop_hint(row):
+            self._steered = True
+
+    def _drop_hint(self, row: int) -> bool:
         self._has_hint[row] = False
+        if self.hints.pop(row, None) is None:
+            return False
+        self._version += 1
+        return True
+
+    def reprioritised(self) -> None:
+        """The controller changed pending jobs' priorities outside ``order`` (a daemon's SiteFactor
+        write): the tick runs a scheduling pass, as slurmctld schedules after a job update."""
+        self._steered = True
 
     def snapshot(self, states: list[PendingState] | None = None, jobs: tuple[Job, ...] | None = None
                  ) -> Snapshot:
@@ -204,7 +223,7 @@ class Simulator:
         if self.config.record:
             self.alloc_log[row] = alloc
         self.is_pending[row] = False
-        self.clear_hint(row)
+        self._drop_hint(row)
         self.usage.start(int(self.table.user[row]), int(self.table.gpus[row]), self.now)
         self._seq += 1
         heapq.heappush(self._heap, (self.now + run, self._seq, row))
@@ -523,7 +542,9 @@ class Simulator:
             if self._next_tick <= min(t_event, t_pass):  # the tick first (module docstring)
                 self.now = now
                 self._tick(now)
-                yield from self._pass_after_event(now, period)
+                if self._steered:  # only what the controller changed asks for a pass of its own
+                    self._steered = False
+                    yield from self._pass_after_event(now, period)
                 continue
             if t_event <= t_pass:
                 freed, new = self._events_at(now)

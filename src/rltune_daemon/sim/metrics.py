@@ -2,7 +2,11 @@
 
 Bounded slowdown uses a 10 s bound: ``max((wait + run) / max(run, 10), 1)``. Utilisation is allocated
 GPU-seconds over ``total GPUs x makespan``, the makespan running from the first submit to the last end.
-``wait_max`` is the longest any job waited: the number a starvation guarantee is judged by.
+A longer makespan lowers it although the GPUs were as busy while jobs kept arriving, and a shorter one
+can hide GPUs left idle while the queue was full, so ``utilization_arrival`` also counts the GPU-seconds
+allocated between the first and the last submit over ``total GPUs x that span``: the GPUs a policy
+leaves idle while work arrives. ``wait_max`` is the longest any job waited: the number a starvation
+guarantee is judged by.
 """
 
 from __future__ import annotations
@@ -30,14 +34,19 @@ def summarize(submit: F64, start: F64, end: F64, gpus: F64, total_gpus: int) -> 
     run = e - b
     makespan = float(e.max() - s.min())
     busy = float((g * run).sum())
+    first, last = float(s.min()), float(s.max())
+    span = last - first
+    in_span = float((g * np.maximum(np.minimum(e, last) - np.maximum(b, first), 0.0)).sum())
     return {
         "jobs": int(ran.sum()),
         "wait_mean": float(wait.mean()),
         "wait_median": float(np.median(wait)),
         "wait_p95": float(np.percentile(wait, 95)),
+        "wait_p99": float(np.percentile(wait, 99)),
         "wait_max": float(wait.max()),
         "jct_mean": float((e - s).mean()),
         "bsld": float(bounded_slowdown(wait, run).mean()),
         "utilization": busy / (total_gpus * makespan) if makespan > 0 and total_gpus > 0 else 0.0,
+        "utilization_arrival": in_span / (total_gpus * span) if span > 0 and total_gpus > 0 else 0.0,
         "makespan": makespan,
     }

@@ -17,7 +17,9 @@ from rltune_daemon.errors import UserError
 from rltune_daemon.policies.learned import MANIFEST_FILE, load_learned
 from rltune_daemon.sim.config import checked_reservations
 
-HELDOUT_KEYS = ("bsld", "wait_mean", "jct_mean", "utilization")
+# with the per-class waits and the p99 and utilisation figures the daemon's no-harm gate judges
+HELDOUT_KEYS = ("bsld", "wait_mean", "jct_mean", "utilization", "utilization_arrival", "wait_p99",
+                "wait_by_size")
 PER_WINDOW_KEYS = ("bsld", "wait_mean")
 MULTIFACTOR = "multifactor"  # what an admin runs without the daemon: the reference every model must beat
 
@@ -57,7 +59,7 @@ def measure_heldout(model_dir: Path, spec: HeldoutSpec, progress: bool = False) 
     res = evaluate(cfg, progress=progress)
     named = {"model": policy, **refs}
     return {"windows": spec.windows, "window_size": spec.window_size, "seed": spec.seed,
-            "bf_reservations": spec.bf_reservations,
+            "bf_reservations": spec.bf_reservations, "resource": res["config"].get("resource", "gpu"),
             **{name: {k: res["policies"][p][k] for k in HELDOUT_KEYS} for name, p in named.items()},
             "per_window": {name: {k: [float(w[k]) for w in res["policies"][p]["per_window"]]
                                   for k in PER_WINDOW_KEYS} for name, p in named.items()}}
