@@ -12,7 +12,8 @@ from rltune_daemon.evaluate.runner import EvalConfig, aggregate
 
 
 def _run(policy: str, window: int, bsld: float, wait: float, wait_max: float) -> dict[str, Any]:
-    metrics = {"bsld": bsld, "wait_mean": wait, "wait_median": wait, "wait_p95": wait, "wait_p99": wait, "wait_max": wait_max,
+    metrics = {"bsld": bsld, "wait_mean": wait, "wait_median": wait, "wait_p95": wait,
+               "wait_p99": wait, "wait_max": wait_max,
                "jct_mean": wait, "utilization": 0.5, "utilization_arrival": 0.5, "makespan": 100.0}
     return {"policy": policy, "window": window, "metrics": metrics, "job_waits": [], "seconds": 0.1}
 

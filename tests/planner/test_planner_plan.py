@@ -40,6 +40,27 @@ def snapshot(pending: list[tuple[Job, PendingState]], nodes: tuple[NodeState, ..
 
 
 FULL = (node("p100-1", 4, 4), node("p100-2", 4, 4))
+QUEUE = PlannerConfig(reorder="queue")  # the policy may move any job past any other
+
+
+def test_a_policy_reorders_each_size_class_in_the_places_slurm_gives_that_class() -> None:
+    """Slurm's order (by priority without the daemon's SiteFactor) is e a f b c d: 1, 8, -, 1, 1, 8 GPUs.
+    SJF reorders the 1-GPU jobs among the three places they hold and the 8-GPU jobs among their two: a
+    large job still waits behind exactly as many small jobs as without the daemon. Per partition: the
+    other partition's job keeps its place, though it is the shortest of all."""
+    pend = [
+        (Job("a", 0.0, 8, 7200.0, partition="gpu"), PendingState(priority=1900)),
+        (Job("b", 0.0, 1, 3600.0, partition="gpu"), PendingState(priority=1800)),
+        (Job("c", 0.0, 1, 600.0, partition="gpu"), PendingState(priority=1700)),
+        (Job("d", 0.0, 8, 60.0, partition="gpu"), PendingState(priority=1600)),
+        (Job("e", 0.0, 1, 60.0, partition="gpu"), PendingState(priority=1550, site_factor=-400)),
+        (Job("f", 0.0, 1, 10.0, partition="other"), PendingState(priority=1850)),
+    ]
+    parts = (*PARTS, PartitionSpec("other"))
+    snap = Snapshot(1000.0, tuple(j for j, _ in pend), tuple(s for _, s in pend), (), FULL, parts)
+    # e's own priority without the daemon's SiteFactor is 1950: Slurm alone would run it first
+    assert plan(snap, make_policy("sjf")).order == ("e", "d", "f", "c", "b", "a")
+    assert plan(snap, make_policy("sjf"), QUEUE).order == ("f", "d", "e", "c", "b", "a")
 
 
 def test_plan_orders_by_policy_and_priorities_realize_it() -> None:
@@ -48,7 +69,7 @@ def test_plan_orders_by_policy_and_priorities_realize_it() -> None:
         (Job("11", 10.0, 1, 600.0, partition="gpu", user="b"), PendingState(priority=1400)),
         (Job("12", 20.0, 2, 60.0, partition="gpu", user="c"), PendingState(priority=1300, site_factor=100)),
     ]
-    p = plan(snapshot(pend, FULL), make_policy("sjf"))
+    p = plan(snapshot(pend, FULL), make_policy("sjf"), QUEUE)
     assert p.order == ("12", "11", "10")
     # base = priority - site factor = 1500, 1400, 1200; job 12 carries a SiteFactor already, so the
     # jobs whose values can stay keep them (10 at 1500) and the others move above at the mean base gap
@@ -64,7 +85,7 @@ def test_an_unsteered_tier_gets_its_own_priorities_in_plan_order() -> None:
         (Job("11", 10.0, 1, 600.0, partition="gpu", user="b"), PendingState(priority=1400)),
         (Job("12", 20.0, 2, 60.0, partition="gpu", user="c"), PendingState(priority=1200)),
     ]
-    p = plan(snapshot(pend, FULL), make_policy("sjf"))
+    p = plan(snapshot(pend, FULL), make_policy("sjf"), QUEUE)
     assert [e.target_priority for e in p.entries] == [1500, 1400, 1200]
     assert [e.site_factor for e in p.entries] == [1500 - 1200, 0, 1200 - 1500]
 

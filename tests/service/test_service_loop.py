@@ -3,6 +3,7 @@ unknown updates, loud policy fallbacks, a planner that throws, SIGTERM restore, 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -14,6 +15,7 @@ import pytest
 from prometheus_client import generate_latest
 from service_helpers import NullLog, ScriptedBackend, config, pending, snapshot, with_site
 
+from rltune_daemon.domain import NodeAlloc, PendingState, RunningJob
 from rltune_daemon.domain.arrays import F64
 from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.policies.base import Policy
@@ -422,3 +424,21 @@ def test_dry_run_logs_jobs_at_debug_and_prints_the_table_only_when_asked(tmp_pat
     Daemon(cfg, ScriptedBackend([snapshot(_queue())]), state_file=StateFile(None), log=NullLog(),
            metrics=Metrics(), out=quiet, table=False).cycle()
     assert quiet.getvalue() == "" and "rank" in out.getvalue()
+
+
+def test_start_waits_are_counted_per_gpu_class_and_known_partition_only() -> None:
+    """A job seen pending and then running adds its wait to its GPU class and partition; a partition
+    name the cluster does not list (text a user controls) is counted as ``other``, never as a label."""
+    m = Metrics()
+    big, _ = pending("1", gpus=8, submit=0.0)
+    small, _ = pending("2", gpus=1, submit=100.0)
+    odd = dataclasses.replace(small, id="3", partition='x"}evil')
+    queue = [(j, PendingState(priority=1)) for j in (big, small, odd)]
+    m.observe_snapshot(snapshot(queue))
+    running = tuple(RunningJob(j, 700.0, 4000.0, (NodeAlloc("p100-1", j.gpus),)) for j in (big, small, odd))
+    m.observe_snapshot(dataclasses.replace(snapshot([]), running=running))
+    text = generate_latest(m.registry).decode()
+    assert 'rltune_job_start_wait_seconds_sum{gpus="5-8",partition="gpu"} 700.0' in text
+    assert 'rltune_job_start_wait_seconds_sum{gpus="1",partition="gpu"} 600.0' in text
+    assert 'rltune_job_start_wait_seconds_count{gpus="1",partition="other"} 1.0' in text
+    assert "evil" not in text

@@ -28,7 +28,7 @@ DOCUMENTED = (
     "rltune_last_cycle_timestamp_seconds", "rltune_cycles_total", "rltune_queue_checks_total",
 )
 ALLOWED_LABELS = {"__name__", "instance", "job", "kind", "action", "outcome", "result", "model",
-                  "schema_hash", "fallback", "reason", "le"}
+                  "schema_hash", "fallback", "reason", "le", "gpus", "partition"}
 
 
 def _free_port() -> int:

@@ -67,5 +67,6 @@ def test_a_daemon_that_writes_nothing_changes_nothing(tmp_path: Path) -> None:
     assert isinstance(ctl, DaemonModeController) and ctl.cycles > 1000
     np.testing.assert_array_equal(offline.start, ref.start)
     # a daemon that writes does move jobs: the comparison above can fail
-    sjf = Simulator(backend.workload, make_controller("daemon:sjf", backend.workload, cfg), cfg.sim_config()).run()
+    sjf_ctl = make_controller("daemon:sjf", backend.workload, cfg)
+    sjf = Simulator(backend.workload, sjf_ctl, cfg.sim_config()).run()
     assert (sjf.start != ref.start).sum() > 10

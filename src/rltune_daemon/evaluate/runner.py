@@ -31,11 +31,13 @@ from rltune_daemon.placement.milp import fallback_counts, reset_fallback_counts
 from rltune_daemon.planner.config import (
     INTERVAL_DEFAULT,
     REACT_DEFAULT,
+    REORDER_DEFAULT,
     STARVATION_REFERENCE_DEFAULT,
     STARVATION_SECONDS_DEFAULT,
     STARVATION_STRETCH_DEFAULT,
     PlannerConfig,
     guard_reference,
+    reorder_scope,
 )
 from rltune_daemon.policies import make_policy
 from rltune_daemon.policies.base import Policy
@@ -79,6 +81,7 @@ class EvalConfig:
     split: str = "held-out"  # "train", "train-tail", "train-recent": training windows, for choosing;
     # "all": the whole trace
     bf_reservations: int = 1  # blocked jobs per partition the simulator's backfill reserves for (1: EASY)
+    reorder: str = REORDER_DEFAULT  # daemon mode: what the policy may reorder (planner.config.Reorder)
 
     def trace_opts(self) -> dict[str, str]:
         return {**EVAL_DEFAULT_OPTS.get(self.trace, {}), **self.opts}
@@ -119,7 +122,8 @@ def _planned(policy: Policy, cfg: EvalConfig, mode: str, placement: bool, leave_
                             starvation_seconds=cfg.starvation_seconds,
                             starvation_slots=cfg.starvation_slots,
                             starvation_stretch=cfg.starvation_stretch,
-                            starvation_reference=guard_reference(cfg.starvation_reference))
+                            starvation_reference=guard_reference(cfg.starvation_reference),
+                            reorder=reorder_scope(cfg.reorder))
     return planner_controller(policy, mode, placement=placement, config=planner, interval=cfg.interval,
                               react=cfg.react, leave_order=leave_order)
 

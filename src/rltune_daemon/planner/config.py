@@ -24,6 +24,11 @@ STARVATION_CAP_DEFAULT = 7 * 86400.0
 # training-split windows of all four traces it tied with multifactor order alone in mean BSLD and wait
 # (docs/research.md, "Guard measured against submit order too").
 GuardReference = Literal["priority", "submit", "both"]
+# What the policy may reorder: every plannable job, or only jobs of one job-size class among themselves
+# (per PriorityTier and partition), each class keeping the places Slurm's own order gives it.
+Reorder = Literal["queue", "size-class"]
+REORDERS: tuple[Reorder, ...] = ("queue", "size-class")
+REORDER_DEFAULT: Reorder = "size-class"
 GUARD_REFERENCES: tuple[GuardReference, ...] = ("priority", "submit", "both")
 STARVATION_REFERENCE_DEFAULT: GuardReference = "both"
 
@@ -34,6 +39,14 @@ def guard_reference(name: str) -> GuardReference:
         if ref == name:
             return ref
     raise ValueError(f"starvation reference {name!r}: expected one of {', '.join(GUARD_REFERENCES)}")
+
+
+def reorder_scope(name: str) -> Reorder:
+    """``name`` as a Reorder (callers validate user input first; this narrows the type)."""
+    for scope in REORDERS:
+        if scope == name:
+            return scope
+    raise ValueError(f"reorder {name!r}: expected one of {', '.join(REORDERS)}")
 
 
 @dataclass(frozen=True)
@@ -52,7 +65,11 @@ class PlannerConfig:
     ``exempt_*``: jobs the planner never touches (SLA-bound work keeps Slurm's own priority).
     ``only_users``/``only_accounts``: when set, the planner touches no other user's/account's jobs
     (a pilot on one team's work; a replay on a shared cluster steers only its own jobs).
-    ``placement``: emit node hints."""
+    ``placement``: emit node hints.
+    ``reorder``: ``queue`` lets the policy order every plannable job; ``size-class`` reorders only jobs
+    of one size class (GPUs: 0, 1, 2, 3-4, 5-8, ...; per PriorityTier and partition) among themselves,
+    in the places Slurm's own order gives that class. An order that favours short jobs otherwise
+    lowers every mean by sending the large jobs, which need the cluster to drain, to the back."""
 
     top_k: int = 16
     placement: bool = True
@@ -67,6 +84,7 @@ class PlannerConfig:
     exempt_accounts: tuple[str, ...] = ()
     only_users: tuple[str, ...] = ()
     only_accounts: tuple[str, ...] = ()
+    reorder: Reorder = REORDER_DEFAULT
     effects: EffectsConfig = field(default_factory=EffectsConfig)
 
     def guard_seconds(self, time_limit: float) -> float:

@@ -16,6 +16,7 @@ from rltune_daemon.domain.arrays import F64, I64, ClusterArrays, JobTable
 from rltune_daemon.domain.plan import Placement, PlacementKind, Plan, PlanEntry
 from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.domain.snapshot import PendingState, Snapshot
+from rltune_daemon.harm import size_classes
 from rltune_daemon.placement.allocate import Allocation, FreeView, fits
 from rltune_daemon.placement.context import PlacementContext, Placer
 from rltune_daemon.placement.greedy import greedy_allocations, greedy_placer
@@ -131,6 +132,8 @@ def plan_inputs(inp: PlanInputs, policy: Policy, cfg: PlannerConfig, mem: Planne
     if not len(rows):
         return Plan(now, policy.name, (), tuple(skipped))
     ordered, score_of = _policy_order(inp, rows, policy)
+    if cfg.reorder == "size-class":
+        ordered = _in_class_places(inp, ordered)
     plan_rows, guarded = _starvation_guard(inp, ordered, cfg, mem)
     current, targets, sites = _priorities(inp, rows, plan_rows, mem)
     placements = _placements(inp, plan_rows, cfg, placer)
@@ -170,6 +173,28 @@ def _policy_order(inp: PlanInputs, rows: I64, policy: Policy) -> tuple[I64, dict
     order_pos = np.lexsort((rows, table.submit[rows], scores, -table.tier[rows]))
     score_of = {int(r): float(s) for r, s in zip(rows, scores, strict=True)}
     return rows[order_pos], score_of
+
+
+def _in_class_places(inp: PlanInputs, ordered: I64) -> I64:
+    """``ordered`` (the policy's order) moved back into Slurm's interleaving of job classes: each class
+    (PriorityTier, partition, size) keeps the places its jobs hold in Slurm's own order, and fills them
+    with its jobs in the policy's order. A large job then waits behind as many jobs of other classes as
+    under Slurm alone; only its own class's order changes."""
+    table = inp.table
+    slurm = ordered[np.lexsort((ordered, table.submit[ordered], -inp.base[ordered], -table.tier[ordered]))]
+    gpus = table.gpus[slurm]
+    size = np.where(gpus > 0, size_classes(gpus), -1)  # jobs without GPUs: a class of their own
+    keys = np.stack([table.tier[slurm], table.partition[slurm], size])
+    _, cls = np.unique(keys, axis=1, return_inverse=True)
+    cls = cls.reshape(-1)
+    rank = np.empty(len(ordered), dtype=np.int64)  # each row's position in the policy's order
+    pos_of = {int(r): k for k, r in enumerate(ordered)}
+    rank[:] = [pos_of[int(r)] for r in slurm]
+    out = np.empty_like(slurm)
+    for c in np.unique(cls):
+        places = np.flatnonzero(cls == c)  # this class's places in Slurm's order
+        out[places] = slurm[places][np.argsort(rank[places], kind="stable")]
+    return out
 
 
 def _starvation_guard(inp: PlanInputs, ordered: I64, cfg: PlannerConfig,

@@ -29,6 +29,7 @@ from rltune_daemon.errors import UserError
 from rltune_daemon.planner.config import (
     INTERVAL_DEFAULT,
     REACT_DEFAULT,
+    REORDER_DEFAULT,
     STARVATION_CAP_DEFAULT,
     STARVATION_REFERENCE_DEFAULT,
     STARVATION_SECONDS_DEFAULT,
@@ -36,6 +37,7 @@ from rltune_daemon.planner.config import (
     STARVATION_STRETCH_MAX,
     GuardReference,
     PlannerConfig,
+    Reorder,
     loop_settings,
 )
 from rltune_daemon.policies.registry import BASELINES
@@ -100,6 +102,10 @@ class PlannerSection(_Section):
     starvation_reference: GuardReference = Field(
         STARVATION_REFERENCE_DEFAULT, description="kept back below which position: Slurm's own priority "
         "order, submit order, or the earlier of both")
+    reorder: Reorder = Field(REORDER_DEFAULT, description="size-class: reorder only jobs of one size "
+                             "class (GPUs; per tier and partition) among themselves, each class keeping "
+                             "its places in Slurm's order, so large jobs never pay for small ones; queue: "
+                             "reorder every job")
 
 
 class ExemptSection(_Section):
@@ -250,7 +256,7 @@ class DaemonConfig(BaseSettings):
             starvation_slots=p.starvation_slots, starvation_stretch=p.starvation_stretch,
             starvation_cap_seconds=p.starvation_cap_seconds, starvation_reference=p.starvation_reference,
             exempt_qos=e.qos, exempt_partitions=e.partitions, exempt_users=e.users,
-            exempt_accounts=e.accounts, only_users=o.users, only_accounts=o.accounts,
+            exempt_accounts=e.accounts, only_users=o.users, only_accounts=o.accounts, reorder=p.reorder,
         )
 
     def loop_settings(self) -> dict[str, Any]:

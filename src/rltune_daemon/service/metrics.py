@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 
 from rltune_daemon.domain import Snapshot
 from rltune_daemon.errors import UserError
+from rltune_daemon.harm import size_class
 from rltune_daemon.service.policy import FALLBACK_KINDS, PLACER_FALLBACK_REASONS
 from rltune_daemon.slurm.errors import SUSPECT_REASONS
 
@@ -23,6 +24,8 @@ CYCLE_OUTCOMES = ("applied", "dry_run", "skipped")
 QUEUE_CHECK_RESULTS = ("changed", "unchanged", "error")
 # queue waits run from seconds to days
 WAIT_BUCKETS = (10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 86400, 172800, 604800)
+# a cluster with more partitions than this reports the rest as "other" (every one is a set of series)
+MAX_PARTITION_LABELS = 16
 CYCLE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
 
@@ -54,8 +57,10 @@ class Metrics:
                                     "Observed waits (now - submit) of pending jobs, one sample per job "
                                     "and cycle", buckets=WAIT_BUCKETS, registry=r)
         self.start_wait = Histogram("rltune_job_start_wait_seconds",
-                                    "Queue wait of jobs seen starting (start - submit)",
-                                    buckets=WAIT_BUCKETS, registry=r)
+                                    "Queue wait of jobs seen starting (start - submit), by GPUs asked for "
+                                    "(size class; none: no GPU) and partition (one of the cluster's, the "
+                                    "first MAX_PARTITION_LABELS, else other): whether any class pays",
+                                    ["gpus", "partition"], buckets=WAIT_BUCKETS, registry=r)
         self.oldest_wait = Gauge("rltune_oldest_pending_wait_seconds",
                                  "Wait of the longest-waiting pending job (starvation alarm)", registry=r)
         self.gpu_util = Gauge("rltune_gpu_utilization_ratio",
@@ -106,6 +111,7 @@ class Metrics:
             self.queue_checks.labels(result)
         self._model_labels: tuple[str, str, str] | None = None
         self._seen_pending: set[str] = set()
+        self._partitions: list[str] = []  # partition label values, in the order first seen
 
     def set_model(self, model: str, schema_hash: str, fallback: str, kind: str = "") -> None:
         """Exactly one ``rltune_model_info`` series is 1: the policy in use and why, if it is a fallback;
@@ -131,11 +137,23 @@ class Metrics:
         self.oldest_wait.set(max(waits, default=0.0))
         for r in snap.running:
             if r.job.id in self._seen_pending:
-                self.start_wait.observe(max(r.start - r.job.submit, 0.0))
+                gpus = "none" if r.job.gpus <= 0 else size_class(r.job.gpus)
+                self.start_wait.labels(gpus, self._partition_label(r.job.partition, snap)).observe(
+                    max(r.start - r.job.submit, 0.0))
         self._seen_pending = {j.id for j in snap.pending}
         usable = [n for n in snap.nodes if n.usable]
         total = sum(n.gpus for n in usable)
         self.gpu_util.set(sum(min(n.gpus_alloc, n.gpus) for n in usable) / total if total else 0.0)
+
+    def _partition_label(self, name: str, snap: Snapshot) -> str:
+        """``name`` when it is one of the cluster's partitions (an admin's name, not a user's text) and
+        among the first ``MAX_PARTITION_LABELS`` seen, else ``other``: a bounded label set."""
+        if name in self._partitions:
+            return name
+        if len(self._partitions) < MAX_PARTITION_LABELS and any(p.name == name for p in snap.partitions):
+            self._partitions.append(name)
+            return name
+        return "other"
 
     def serve(self, bind: str, port: int) -> MetricsServer:
         """Start the /metrics endpoint; a port in use is a one-line ``UserError``."""
