@@ -41,6 +41,8 @@ def snapshot(pending: list[tuple[Job, PendingState]], nodes: tuple[NodeState, ..
 
 FULL = (node("p100-1", 4, 4), node("p100-2", 4, 4))
 QUEUE = PlannerConfig(reorder="queue")  # the policy may move any job past any other
+# Most tests below plan on a full cluster, where every job is blocked: with nothing next in line kept in
+# place, their policy's order shows.
 
 
 def test_a_policy_reorders_each_size_class_in_the_places_slurm_gives_that_class() -> None:
@@ -59,8 +61,16 @@ def test_a_policy_reorders_each_size_class_in_the_places_slurm_gives_that_class(
     parts = (*PARTS, PartitionSpec("other"))
     snap = Snapshot(1000.0, tuple(j for j, _ in pend), tuple(s for _, s in pend), (), FULL, parts)
     # e's own priority without the daemon's SiteFactor is 1950: Slurm alone would run it first
-    assert plan(snap, make_policy("sjf")).order == ("e", "d", "f", "c", "b", "a")
+    sjf = make_policy("sjf")
+    assert plan(snap, sjf, PlannerConfig(next_in_line=0)).order == ("e", "d", "f", "c", "b", "a")
     assert plan(snap, make_policy("sjf"), QUEUE).order == ("f", "d", "e", "c", "b", "a")
+    # nothing fits the full cluster: the first two jobs of each partition keep their places (Slurm drains
+    # for them); b, c and d move within their classes as before, in the places left
+    assert plan(snap, sjf, PlannerConfig(next_in_line=2)).order == ("e", "a", "f", "c", "b", "d")
+    # a job that fits the free GPUs now is not next in line: it starts, and the next blocked one is kept
+    free = (node("p100-1", 4, 3), node("p100-2", 4, 4))
+    snap_free = Snapshot(1000.0, snap.pending, snap.pending_state, (), free, parts)
+    assert plan(snap_free, sjf, PlannerConfig(next_in_line=1)).order == ("e", "a", "f", "c", "b", "d")
 
 
 def test_plan_orders_by_policy_and_priorities_realize_it() -> None:
@@ -95,12 +105,12 @@ def test_current_site_factors_kept_when_they_already_give_the_order() -> None:
         (Job("1", 0.0, 1, 60.0, partition="gpu"), PendingState(priority=2000, site_factor=700)),
         (Job("2", 0.0, 1, 600.0, partition="gpu"), PendingState(priority=1500)),
     ]
-    p = plan(snapshot(pend, FULL), make_policy("sjf"))
+    p = plan(snapshot(pend, FULL), make_policy("sjf"), PlannerConfig(next_in_line=0))
     assert [e.site_factor for e in p.entries] == [700, 0]
 
 
 def test_exempt_held_and_admin_jobs_are_skipped() -> None:
-    cfg = PlannerConfig(exempt_users=("vip",), exempt_qos=("urgent",))
+    cfg = PlannerConfig(next_in_line=0, exempt_users=("vip",), exempt_qos=("urgent",))
     pend = [
         (Job("1", 0.0, 1, 60.0, partition="gpu", user="vip"), PendingState(priority=1000)),
         (Job("2", 0.0, 1, 60.0, partition="gpu", qos="urgent"), PendingState(priority=1000)),
@@ -125,7 +135,7 @@ def test_tiers_are_planned_separately() -> None:
 
 
 def test_starvation_guard_restores_multifactor_position() -> None:
-    cfg = PlannerConfig(starvation_seconds=3600.0, starvation_stretch=0.0)
+    cfg = PlannerConfig(next_in_line=0, starvation_seconds=3600.0, starvation_stretch=0.0)
     mem = PlannerMemory()
     pend = [
         (Job("old-long", 0.0, 1, 90000.0, partition="gpu"), PendingState(priority=5000)),
@@ -147,7 +157,7 @@ def test_starvation_reference_submit_order_restores_a_job_multifactor_itself_kee
     """A job submitted first but low in multifactor order (a big job behind small ones) is never kept
     below its multifactor position, so the default guard leaves it; measured against submit order it
     is kept back and, after the guard time, goes back to the head of the queue."""
-    cfg = PlannerConfig(starvation_seconds=3600.0, starvation_stretch=0.0,
+    cfg = PlannerConfig(next_in_line=0, starvation_seconds=3600.0, starvation_stretch=0.0,
                         starvation_reference=reference)  # type: ignore[arg-type]
     mem = PlannerMemory()
     pend = [
@@ -166,7 +176,7 @@ def test_starvation_reference_submit_order_restores_a_job_multifactor_itself_kee
 def test_starvation_slots_restore_the_longest_kept_back_jobs_first() -> None:
     """Three long jobs kept back behind short ones: with ``starvation_slots=1`` only the one kept back
     longest (then: first in multifactor order) is restored; when it leaves the queue, the next one is."""
-    cfg = PlannerConfig(starvation_seconds=3600.0, starvation_slots=1, starvation_stretch=0.0)
+    cfg = PlannerConfig(next_in_line=0, starvation_seconds=3600.0, starvation_slots=1, starvation_stretch=0.0)
     mem = PlannerMemory()
     longs = [(Job(f"long{k}", float(k), 1, 90000.0, partition="gpu"), PendingState(priority=5000 - k))
              for k in range(3)]
@@ -181,7 +191,7 @@ def test_starvation_slots_restore_the_longest_kept_back_jobs_first() -> None:
     p = plan(snapshot([longs[0], longs[2], *shorts], FULL, clock=1000.0 + 3600.0), sjf, cfg, mem)
     assert p.order[1] == "long2"  # kept back since 1000; long0 only since 1500
     every = plan(snapshot(longs + shorts, FULL, clock=9000.0), sjf,
-                 PlannerConfig(starvation_seconds=3600.0, starvation_stretch=0.0),
+                 PlannerConfig(next_in_line=0, starvation_seconds=3600.0, starvation_stretch=0.0),
                  PlannerMemory({"long0": 0.0, "long1": 0.0, "long2": 0.0}))
     assert every.order == ("long0", "short0", "long1", "short1", "long2")  # slots 0: all restored
 
@@ -189,7 +199,8 @@ def test_starvation_slots_restore_the_longest_kept_back_jobs_first() -> None:
 def test_starvation_stretch_scales_the_guard_with_the_time_limit_up_to_the_cap() -> None:
     """With ``starvation_stretch=2`` a 10-h job may stay kept back 20 h (not the 1-h floor), a 1-year
     (UNLIMITED) job only up to the cap, and a 10-min job still only the floor."""
-    cfg = PlannerConfig(starvation_seconds=3600.0, starvation_stretch=2.0, starvation_cap_seconds=86400.0)
+    cfg = PlannerConfig(next_in_line=0, starvation_seconds=3600.0, starvation_stretch=2.0,
+                        starvation_cap_seconds=86400.0)
     assert cfg.guard_seconds(600.0) == 3600.0
     assert cfg.guard_seconds(36000.0) == 72000.0
     assert cfg.guard_seconds(365 * 86400.0) == 86400.0
@@ -306,7 +317,7 @@ def test_scope_leaves_everyone_elses_jobs_alone() -> None:
         (Job("2", 0.0, 1, 60.0, partition="gpu", user="bob", account="a"), PendingState(priority=1400)),
         (Job("3", 0.0, 1, 600.0, partition="gpu", user="alice", account="b"), PendingState(priority=1300)),
     ]
-    p = plan(snapshot(pend, FULL), make_policy("sjf"), PlannerConfig(only_users=("alice",)))
+    p = plan(snapshot(pend, FULL), make_policy("sjf"), PlannerConfig(next_in_line=0, only_users=("alice",)))
     assert p.order == ("3", "1") and dict(p.skipped) == {"2": "user outside [scope] users"}
-    p = plan(snapshot(pend, FULL), make_policy("sjf"), PlannerConfig(only_accounts=("a",)))
+    p = plan(snapshot(pend, FULL), make_policy("sjf"), PlannerConfig(next_in_line=0, only_accounts=("a",)))
     assert p.order == ("2", "1") and dict(p.skipped) == {"3": "account outside [scope] accounts"}

@@ -88,7 +88,13 @@ def test_results_schema_and_exact_fidelity(tmp_path: Path) -> None:
     assert sjf["wait_mean_real"] == pytest.approx(sjf["wait_mean_sim"] + 600.0)
     assert "sign_agrees" in sjf and "placement" in data and "daemon:sjf" in data["placement"]
     assert data["config"]["speedup"] == SPEEDUP and data["config"]["scaled_slurm_conf"]
+    # every job of daemon:sjf waited 600 s longer on "Slurm": the tail grew by that (24 jobs: no size
+    # class has the 50 jobs a class needs to be judged on its own)
+    harm = data["policies"]["daemon:sjf"]["no_harm"]
+    assert not harm["ok"] and any(f.startswith("p99 wait") for f in harm["failures"])
+    assert "no_harm" in data["simulated"]["daemon:sjf"]  # the simulated side is judged too
     paths = write_results(tmp_path, data, [res])
     assert json.loads((tmp_path / "results.json").read_text())["fidelity"]
-    assert "Fidelity" in (tmp_path / "results.md").read_text()
+    md = (tmp_path / "results.md").read_text()
+    assert "Fidelity" in md and "No harm against multifactor" in md and "* daemon:sjf: harm: " in md
     assert {p.name for p in paths} >= {"results.json", "results.md", "wait_cdf.png", "busy_gpus.png"}

@@ -12,7 +12,7 @@ import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,7 @@ from rltune_daemon.placement.context import FALLBACK_REASONS
 from rltune_daemon.placement.milp import fallback_counts, reset_fallback_counts
 from rltune_daemon.planner.config import (
     INTERVAL_DEFAULT,
+    NEXT_IN_LINE_DEFAULT,
     REACT_DEFAULT,
     REORDER_DEFAULT,
     STARVATION_REFERENCE_DEFAULT,
@@ -43,6 +44,7 @@ from rltune_daemon.policies import make_policy
 from rltune_daemon.policies.base import Policy
 from rltune_daemon.policies.learned import load_learned, model_identity
 from rltune_daemon.policies.multifactor import leaves_slurm_order
+from rltune_daemon.policies.registry import DAEMON_DEFAULT
 from rltune_daemon.service.simdaemon import planner_controller
 from rltune_daemon.sim.config import SimConfig
 from rltune_daemon.sim.controller import Controller, PolicyController
@@ -54,6 +56,10 @@ from rltune_daemon.traces.stats import estimates_note
 EVAL_DEFAULT_OPTS: dict[str, dict[str, str]] = {"testbed": {"jobs": "20480"}}
 
 SLURM_TASKS_DEFAULT = 32
+DEFAULT = "default"  # the policy spec of the daemon with no configuration
+# the EvalConfig fields that are daemon settings (``default`` runs the daemon's own values of these)
+DAEMON_SETTINGS = ("interval", "react", "starvation_seconds", "starvation_slots", "starvation_stretch",
+                   "starvation_reference", "reorder", "next_in_line", "milp")
 METRIC_KEYS = ("bsld", "wait_mean", "wait_median", "wait_p95", "wait_p99", "wait_max", "jct_mean",
                "utilization", "utilization_arrival", "makespan")
 
@@ -82,6 +88,7 @@ class EvalConfig:
     # "all": the whole trace
     bf_reservations: int = 1  # blocked jobs per partition the simulator's backfill reserves for (1: EASY)
     reorder: str = REORDER_DEFAULT  # daemon mode: what the policy may reorder (planner.config.Reorder)
+    next_in_line: int = NEXT_IN_LINE_DEFAULT  # daemon mode, size-class: blocked jobs per partition kept
 
     def trace_opts(self) -> dict[str, str]:
         return {**EVAL_DEFAULT_OPTS.get(self.trace, {}), **self.opts}
@@ -96,11 +103,17 @@ def make_controller(spec: str, train: Workload, cfg: EvalConfig) -> Controller:
 
     * a baseline name (``sjf``): the heuristic ranks the queue at every scheduling pass;
     * ``rltune:<model dir>``: the learned policy through the daemon's planner (``cfg.mode``);
+    * ``default``: what ``rltune-daemon`` runs with no configuration (``daemon:<DAEMON_DEFAULT>`` with
+      the daemon's default cycle, guard and reorder, whatever ``cfg`` sets for the other policies);
     * ``daemon:<baseline>``: the heuristic through the daemon's planner, always in daemon mode: what
       ``rltune-daemon`` gives with ``base_policy = <baseline>`` and no model (``daemon:multifactor``
       writes no SiteFactor, as that daemon does: Slurm's own order plus placement hints).
 
     The MILP plans with the simulator's own placement effects (``pure`` switches both off)."""
+    if spec == DEFAULT:  # the daemon's own defaults, whatever this evaluation's --config says
+        defaults = EvalConfig(trace=cfg.trace, policies=cfg.policies)
+        daemon_cfg = replace(cfg, **{k: getattr(defaults, k) for k in DAEMON_SETTINGS})
+        return make_controller(f"daemon:{DAEMON_DEFAULT}", train, daemon_cfg)
     kind, _, name = spec.partition(":") if spec.startswith(("rltune:", "daemon:")) else ("", "", spec)
     if kind == "rltune":
         learned = load_learned(name)
@@ -123,7 +136,7 @@ def _planned(policy: Policy, cfg: EvalConfig, mode: str, placement: bool, leave_
                             starvation_slots=cfg.starvation_slots,
                             starvation_stretch=cfg.starvation_stretch,
                             starvation_reference=guard_reference(cfg.starvation_reference),
-                            reorder=reorder_scope(cfg.reorder))
+                            reorder=reorder_scope(cfg.reorder), next_in_line=cfg.next_in_line)
     return planner_controller(policy, mode, placement=placement, config=planner, interval=cfg.interval,
                               react=cfg.react, leave_order=leave_order)
 

@@ -17,6 +17,7 @@ from rltune_daemon import harm, stats
 
 METRICS = (("bsld", "BSLD", "", 2), ("wait_mean", "wait", " s", 0))
 LEAVE = "multifactor"
+DEFAULT = "default"  # rltune evaluate's name for the daemon with no configuration
 
 
 def _series(results: Mapping[str, Any], policy: str, key: str) -> list[float]:
@@ -58,7 +59,8 @@ def _pick(results: Mapping[str, Any], prefix: str, against: str) -> tuple[str, s
     the differences and the no-harm judgement as text, and whether it does no harm. ("", "", "", False)
     when none ran."""
     pols = results["policies"]
-    mine = sorted((p for p in pols if p.startswith(prefix) and p != f"daemon:{LEAVE}"),
+    mine = sorted((p for p in pols if (p.startswith(prefix) or (prefix == "daemon:" and p == DEFAULT))
+                   and p != f"daemon:{LEAVE}"),
                   key=lambda p: (pols[p]["bsld"], pols[p]["wait_mean"]))
     judged = []
     for p in mine:
@@ -73,7 +75,8 @@ def verdict(results: Mapping[str, Any]) -> str:
     """One line: which option to run on the evaluated workload and why, or "" when the evaluation
     cannot say (fewer than 2 windows; no multifactor, or nothing to compare with it)."""
     pols = results["policies"]
-    if not any(p.startswith(("daemon:", "rltune:")) and p != f"daemon:{LEAVE}" for p in pols):
+    if not any((p.startswith(("daemon:", "rltune:")) or p == DEFAULT) and p != f"daemon:{LEAVE}"
+               for p in pols):
         return ""
     if LEAVE not in pols:
         return ("verdict: add multifactor to --policies to judge the daemon against what Slurm does "
@@ -89,6 +92,8 @@ def verdict(results: Mapping[str, Any]) -> str:
                 choice = policy
     if choice == LEAVE:
         what = "leave Slurm alone (multifactor)"
+    elif choice == DEFAULT:
+        what = "the daemon's default (no configuration)"
     elif choice.startswith("daemon:"):
         what = f"the daemon without a model (base_policy = {choice.removeprefix('daemon:')})"
     else:

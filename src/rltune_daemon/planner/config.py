@@ -29,6 +29,7 @@ GuardReference = Literal["priority", "submit", "both"]
 Reorder = Literal["queue", "size-class"]
 REORDERS: tuple[Reorder, ...] = ("queue", "size-class")
 REORDER_DEFAULT: Reorder = "size-class"
+NEXT_IN_LINE_DEFAULT = 3
 GUARD_REFERENCES: tuple[GuardReference, ...] = ("priority", "submit", "both")
 STARVATION_REFERENCE_DEFAULT: GuardReference = "both"
 
@@ -69,7 +70,10 @@ class PlannerConfig:
     ``reorder``: ``queue`` lets the policy order every plannable job; ``size-class`` reorders only jobs
     of one size class (GPUs: 0, 1, 2, 3-4, 5-8, ...; per PriorityTier and partition) among themselves,
     in the places Slurm's own order gives that class. An order that favours short jobs otherwise
-    lowers every mean by sending the large jobs, which need the cluster to drain, to the back."""
+    lowers every mean by sending the large jobs, which need the cluster to drain, to the back.
+    ``next_in_line``: with ``size-class``, the first N jobs of each tier and partition (in Slurm's own
+    order) that do not fit the free resources now keep their places: Slurm's backfill is draining nodes
+    for them, and putting another job of their class there wastes that drain."""
 
     top_k: int = 16
     placement: bool = True
@@ -85,6 +89,7 @@ class PlannerConfig:
     only_users: tuple[str, ...] = ()
     only_accounts: tuple[str, ...] = ()
     reorder: Reorder = REORDER_DEFAULT
+    next_in_line: int = NEXT_IN_LINE_DEFAULT
     effects: EffectsConfig = field(default_factory=EffectsConfig)
 
     def guard_seconds(self, time_limit: float) -> float:
@@ -100,4 +105,5 @@ def loop_settings(cfg: PlannerConfig, interval: float, react: float) -> dict[str
     return {"interval": interval, "react": react, "starvation_seconds": cfg.starvation_seconds,
             "starvation_slots": cfg.starvation_slots, "starvation_stretch": cfg.starvation_stretch,
             "starvation_cap_seconds": cfg.starvation_cap_seconds,
-            "starvation_reference": cfg.starvation_reference}
+            "starvation_reference": cfg.starvation_reference, "reorder": cfg.reorder,
+            "next_in_line": cfg.next_in_line}

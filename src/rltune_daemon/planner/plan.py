@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -133,7 +134,7 @@ def plan_inputs(inp: PlanInputs, policy: Policy, cfg: PlannerConfig, mem: Planne
         return Plan(now, policy.name, (), tuple(skipped))
     ordered, score_of = _policy_order(inp, rows, policy)
     if cfg.reorder == "size-class":
-        ordered = _in_class_places(inp, ordered)
+        ordered = _in_class_places(inp, ordered, cfg.next_in_line)
     plan_rows, guarded = _starvation_guard(inp, ordered, cfg, mem)
     current, targets, sites = _priorities(inp, rows, plan_rows, mem)
     placements = _placements(inp, plan_rows, cfg, placer)
@@ -175,11 +176,13 @@ def _policy_order(inp: PlanInputs, rows: I64, policy: Policy) -> tuple[I64, dict
     return rows[order_pos], score_of
 
 
-def _in_class_places(inp: PlanInputs, ordered: I64) -> I64:
+def _in_class_places(inp: PlanInputs, ordered: I64, next_in_line: int) -> I64:
     """``ordered`` (the policy's order) moved back into Slurm's interleaving of job classes: each class
     (PriorityTier, partition, size) keeps the places its jobs hold in Slurm's own order, and fills them
     with its jobs in the policy's order. A large job then waits behind as many jobs of other classes as
-    under Slurm alone; only its own class's order changes."""
+    under Slurm alone; only its own class's order changes. The jobs next in line (``_next_in_line``)
+    keep their own places: the cluster is draining for them, and moving another job of their class into
+    a place it drained for wastes the drain (that job may need other nodes) and delays the jobs behind."""
     table = inp.table
     slurm = ordered[np.lexsort((ordered, table.submit[ordered], -inp.base[ordered], -table.tier[ordered]))]
     gpus = table.gpus[slurm]
@@ -187,13 +190,36 @@ def _in_class_places(inp: PlanInputs, ordered: I64) -> I64:
     keys = np.stack([table.tier[slurm], table.partition[slurm], size])
     _, cls = np.unique(keys, axis=1, return_inverse=True)
     cls = cls.reshape(-1)
-    rank = np.empty(len(ordered), dtype=np.int64)  # each row's position in the policy's order
     pos_of = {int(r): k for k, r in enumerate(ordered)}
-    rank[:] = [pos_of[int(r)] for r in slurm]
-    out = np.empty_like(slurm)
+    rank = np.array([pos_of[int(r)] for r in slurm], dtype=np.int64)  # position in the policy's order
+    movable = ~_next_in_line(inp, slurm, next_in_line)
+    out = slurm.copy()
     for c in np.unique(cls):
-        places = np.flatnonzero(cls == c)  # this class's places in Slurm's order
+        places = np.flatnonzero((cls == c) & movable)  # this class's places in Slurm's order
         out[places] = slurm[places][np.argsort(rank[places], kind="stable")]
+    return out
+
+
+def _next_in_line(inp: PlanInputs, slurm: I64, n: int) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Per position of ``slurm`` (rows in Slurm's own order): whether the job is among the first ``n`` of
+    its PriorityTier and partition that do not fit the free resources now, the jobs Slurm's backfill
+    reserves nodes for first."""
+    table = inp.table
+    out = np.zeros(len(slurm), dtype=np.bool_)
+    if n <= 0 or not len(slurm):
+        return out
+    shapes = job_shapes(table, inp.elig)
+    free = FreeView(inp.cluster.gpus_free, inp.cluster.cpus_free, inp.cluster.mem_free)
+    left = {(int(t), int(p)): n for t, p in zip(table.tier[slurm], table.partition[slurm], strict=True)}
+    for k, r in enumerate(slurm):
+        key = (int(table.tier[r]), int(table.partition[r]))
+        if not left[key]:
+            continue
+        if not (shapes.feasible[r] and fits(inp.cluster, inp.elig, shapes, int(r), free)):
+            out[k] = True
+            left[key] -= 1
+            if not any(left.values()):
+                break
     return out
 
 

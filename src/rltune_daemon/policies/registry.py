@@ -20,6 +20,11 @@ _FACTORIES: dict[str, Callable[[], Policy]] = {
     "qssf": QSSF,
 }
 BASELINES: tuple[str, ...] = tuple(_FACTORIES)
+# What rltune-daemon runs with no configuration (base_policy, no model), under the planner's default
+# reorder (within size classes): of the policies measured, the best that does no harm against
+# multifactor on every workload (docs/results.md, "The default"). ``rltune evaluate --policies default``
+# evaluates exactly this.
+DAEMON_DEFAULT = "sjf"
 
 
 def make_policy(name: str) -> Policy:

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rltune_daemon.evaluate.runner import METRIC_KEYS
+from rltune_daemon.evaluate.runner import METRIC_KEYS, no_harm
 from rltune_daemon.formats.slurm import expand_hostlist
+from rltune_daemon.harm import wait_by_class
 from rltune_daemon.replay import fidelity as fid
 from rltune_daemon.replay.arms import NOHINTS, REFERENCE, Arm
 from rltune_daemon.replay.daemon_arm import scaled_cycle, trace_cycle
@@ -87,6 +88,20 @@ def _hints(run: ArmRun) -> dict[str, int]:
     return {"hinted_jobs": len(hinted), "hinted_started": len(started), "honoured": honoured}
 
 
+def _waits(a: dict[str, np.ndarray]) -> list[float]:
+    """Per job of a window, Slurm's wait (NaN for a job that never started)."""
+    return [float(x) for x in a["start"] - a["submit"]]
+
+
+def _pooled(waits: list[float], sizes: list[float]) -> dict[str, Any]:
+    """Over every job of every seed: the mean wait per size class and the p99 wait (the no-harm
+    criterion's figures)."""
+    w = np.asarray(waits, dtype=float)
+    ran = w[~np.isnan(w)]
+    return {"wait_by_size": wait_by_class(w, np.asarray(sizes, dtype=np.int64)),
+            "wait_p99": float(np.percentile(ran, 99)) if len(ran) else 0.0}
+
+
 def _aggregate(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
     keys = [*METRIC_KEYS, "wait_mean_ge4gpu"]
     entry: dict[str, Any] = {}
@@ -140,8 +155,13 @@ def build_results(cfg: ReplayConfig, arms: tuple[Arm, ...], results: list[SeedRe
                          "left_in_queue": run.left_in_queue, "daemon_counts": run.daemon_counts,
                          "notes": run.notes,
                          "submission_sequence": [" ".join(x.argv) for x in run.submitted]})
-        real[arm.spec] = {**_aggregate(rows_r), "per_window": rows_r, "waits": waits}
-        sim[arm.spec] = {**_aggregate(rows_s), "per_window": rows_s}
+        sizes = [float(j.gpus) for res in results for j in res.window.window.jobs]
+        real_waits = [w for res in results for w in _waits(real_arrays(res.real[arm.spec], res, s))]
+        sim_waits = [float(st - j.submit) for res in results
+                     for j, st in zip(res.window.window.jobs, res.sim[arm.spec].start, strict=True)]
+        real[arm.spec] = {**_aggregate(rows_r), "per_window": rows_r, "waits": waits,
+                          **_pooled(real_waits, sizes)}
+        sim[arm.spec] = {**_aggregate(rows_s), "per_window": rows_s, **_pooled(sim_waits, sizes)}
         fidelity[arm.spec] = fid.summarize_seeds(fids)
         if arm.uses_daemon:
             counts = ("hinted_jobs", "hinted_started", "honoured")
@@ -153,6 +173,11 @@ def build_results(cfg: ReplayConfig, arms: tuple[Arm, ...], results: list[SeedRe
                                    "wait_mean_ge4gpu_real": real[arm.spec]["wait_mean_ge4gpu"],
                                    "wait_mean_ge4gpu_sim": sim[arm.spec]["wait_mean_ge4gpu"]}
     _moved(placement, per_job)
+    for side in (real, sim):  # the criterion every evaluation reports, on Slurm's own times and the sim's
+        if REFERENCE in side:
+            for name, entry in side.items():
+                if name != REFERENCE:
+                    entry["no_harm"] = no_harm(entry, side[REFERENCE])
     # signs: per seed, and on the means over seeds
     for arm_spec, agree in fid.sign_agreement(
             {a: {k: real[a][k] for k in ("wait_mean", "bsld")} for a in real},
@@ -212,15 +237,19 @@ def markdown(data: dict[str, Any]) -> str:
              f"Wall time {cfg['wall_seconds'] / 60:.1f} min. Times in trace seconds "
              "(real seconds x speedup).",
              "", "## Real Slurm (mean over seeds)", "",
-             "| arm | BSLD | wait mean (s) | JCT mean (s) | GPU util | makespan (s) | wait ≥4-GPU jobs (s) |",
-             "|---|---|---|---|---|---|---|"]
+             "| arm | BSLD | wait mean (s) | wait p99 (s) | JCT mean (s) | GPU util | GPU util (arrivals) | "
+             "makespan (s) | wait ≥4-GPU jobs (s) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     ref = pols.get(REFERENCE)
     for name, m in pols.items():
         d = ""
         if ref and name != REFERENCE:
             d = f" ({(m['wait_mean'] / ref['wait_mean'] - 1) * 100:+.1f} %)" if ref["wait_mean"] else ""
-        lines.append(f"| {name} | {_f(m['bsld'], '.2f')} | {_f(m['wait_mean'])}{d} | {_f(m['jct_mean'])} | "
-                     f"{_f(m['utilization'], '.3f')} | {_f(m['makespan'])} | {_f(m['wait_mean_ge4gpu'])} |")
+        lines.append(f"| {name} | {_f(m['bsld'], '.2f')} | {_f(m['wait_mean'])}{d} | "
+                     f"{_f(m.get('wait_p99'))} | {_f(m['jct_mean'])} | {_f(m['utilization'], '.3f')} | "
+                     f"{_f(m.get('utilization_arrival'), '.3f')} | {_f(m['makespan'])} | "
+                     f"{_f(m['wait_mean_ge4gpu'])} |")
+    lines += _harm_lines(pols)
     lines += ["", "## Fidelity: simulator vs real", "",
               "| arm | wait real | wait sim | wait error | BSLD real | BSLD sim | start Spearman (min) | "
               "sign vs multifactor |", "|---|---|---|---|---|---|---|---|"]
@@ -258,6 +287,26 @@ def markdown(data: dict[str, Any]) -> str:
     if cfg["notes"]:
         lines += ["", "Notes:", *[f"* {n}" for n in cfg["notes"]]]
     return "\n".join(lines) + "\n"
+
+
+def _harm_lines(pols: dict[str, Any]) -> list[str]:
+    """The no-harm criterion against multifactor on Slurm's own times, and the wait per size class."""
+    judged = {name: m["no_harm"] for name, m in pols.items() if "no_harm" in m}
+    if not judged:
+        return []
+    labels = list(dict.fromkeys(k for m in pols.values() for k in m.get("wait_by_size", {})))
+    out = ["", "No harm against multifactor (every size class with at least 50 jobs waits at most 1.1 × its "
+           "mean + 60 s, p99 wait at most 1.1 ×, GPU utilisation at most 0.01 lower over the makespan and "
+           "over the arrivals, BSLD and wait not higher beyond 2 standard errors over the seeds):", ""]
+    out += [f"* {name}: " + ("no harm" if h["ok"] else "harm: " + "; ".join(h["failures"]))
+            for name, h in judged.items()]
+    out += ["", "Mean wait (s) per size class (GPUs; jobs of all seeds):", "",
+            "| arm | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
+    for name, m in pols.items():
+        cls = m.get("wait_by_size", {})
+        out.append(f"| {name} | " + " | ".join(_f(cls[k]["wait_mean"]) if k in cls else "–" for k in labels)
+                   + " |")
+    return out
 
 
 def write_results(out: Path, data: dict[str, Any], results: list[SeedResult]) -> list[Path]:

@@ -28,6 +28,7 @@ from pydantic_settings import (
 from rltune_daemon.errors import UserError
 from rltune_daemon.planner.config import (
     INTERVAL_DEFAULT,
+    NEXT_IN_LINE_DEFAULT,
     REACT_DEFAULT,
     REORDER_DEFAULT,
     STARVATION_CAP_DEFAULT,
@@ -40,7 +41,7 @@ from rltune_daemon.planner.config import (
     Reorder,
     loop_settings,
 )
-from rltune_daemon.policies.registry import BASELINES
+from rltune_daemon.policies.registry import BASELINES, DAEMON_DEFAULT
 
 # A cycle is a handful of slurmctld RPCs plus a planner run; more often than every few seconds it would
 # load the controller without being able to react faster than Slurm's own scheduling passes.
@@ -106,6 +107,9 @@ class PlannerSection(_Section):
                              "class (GPUs; per tier and partition) among themselves, each class keeping "
                              "its places in Slurm's order, so large jobs never pay for small ones; queue: "
                              "reorder every job")
+    next_in_line: int = Field(NEXT_IN_LINE_DEFAULT, ge=0, le=1000, description="with reorder = size-class: "
+                              "the first N jobs of each tier and partition, in Slurm's order, that cannot "
+                              "start now keep their places (Slurm drains nodes for them)")
 
 
 class ExemptSection(_Section):
@@ -191,7 +195,8 @@ class DaemonConfig(BaseSettings):
     dry_run: bool = False
     backend: Literal["slurm", "sim"] = "slurm"
     model: str = Field("", description="learned model directory (models/<name>); empty: none")
-    base_policy: str = Field("multifactor", description="policy when no model is usable")
+    base_policy: str = Field(DAEMON_DEFAULT, description="policy when no model is configured or usable "
+                             "(multifactor: leave Slurm's order alone)")
     run_model_behind_base: bool = Field(
         False, description="run the model even when its own manifest shows it behind multifactor or its "
                            "base policy on held-out windows (default: fall back to base_policy, say so)")
@@ -257,6 +262,7 @@ class DaemonConfig(BaseSettings):
             starvation_cap_seconds=p.starvation_cap_seconds, starvation_reference=p.starvation_reference,
             exempt_qos=e.qos, exempt_partitions=e.partitions, exempt_users=e.users,
             exempt_accounts=e.accounts, only_users=o.users, only_accounts=o.accounts, reorder=p.reorder,
+            next_in_line=p.next_in_line,
         )
 
     def loop_settings(self) -> dict[str, Any]:

@@ -65,7 +65,7 @@ class PolicyChoice:
 # (``react`` in rltune train's config), and models trained that way are evaluated, like the daemon runs,
 # with them.
 TRAINED_UNDER = ("interval", "starvation_reference", "starvation_seconds", "starvation_stretch",
-                 "starvation_cap_seconds", "starvation_slots")
+                 "starvation_cap_seconds", "starvation_slots", "reorder", "next_in_line")
 
 
 def trained_under(identity: Mapping[str, Any], deployed: Mapping[str, Any]) -> str:

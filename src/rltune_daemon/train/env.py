@@ -22,6 +22,7 @@ from rltune_daemon import features as feats
 from rltune_daemon.domain.arrays import I64
 from rltune_daemon.domain.history import RunHistory
 from rltune_daemon.domain.queue import QueueView
+from rltune_daemon.domain.workload import Workload
 from rltune_daemon.features.naive import NAIVE_DIM
 from rltune_daemon.policies import make_policy
 from rltune_daemon.policies.base import Policy
@@ -33,7 +34,7 @@ from rltune_daemon.sim.engine import SimResult, Simulator
 from rltune_daemon.traces import load_workload, split_by_time
 from rltune_daemon.train.episodes import episode_workload
 from rltune_daemon.train.history import EpisodeHistory
-from rltune_daemon.train.reward import reward
+from rltune_daemon.train.reward import reward, scored
 
 OBS_BOUND = 10.0
 
@@ -69,6 +70,7 @@ class RLTuneEnv(gym.Env[dict[str, np.ndarray], int]):
         self._cand: I64 = np.zeros(0, dtype=np.int64)
         self._base: Policy = make_policy(base)
         self._base_metrics: dict[str, Any] = {}
+        self._window: Workload | None = None
         self._hist = EpisodeHistory(self.train)
         self._history: RunHistory | None = None  # the hist_time input: the runs before the episode
 
@@ -91,8 +93,9 @@ class RLTuneEnv(gym.Env[dict[str, np.ndarray], int]):
         start = int(self.np_random.integers(0, len(self.train.jobs) - self.episode_jobs + 1))
         wl = episode_workload(self.train, start, self.episode_jobs)
         self._base = self._hist.prime(make_policy(self.base_name), start)
-        self._base_metrics = simulate(wl, self._hist.prime(make_policy(self.base_name), start),
-                                      self.sim_config).metrics
+        self._base_metrics = scored(simulate(wl, self._hist.prime(make_policy(self.base_name), start),
+                                             self.sim_config), wl)
+        self._window = wl
         self._history = self._hist.history(start) if self.mode == "sampled" else None
         self._sim = Simulator(wl, _External(), self.sim_config)
         self._steps = self._sim.iterate()
@@ -126,6 +129,8 @@ class RLTuneEnv(gym.Env[dict[str, np.ndarray], int]):
         except StopIteration as done:
             result: SimResult = done.value
             self._steps = None
-            info.update(rl=result.metrics, base=self._base_metrics)
-            return self._empty(), reward(self._base_metrics, result.metrics), True, False, info
+            assert self._window is not None  # set by reset(), as _steps is
+            rl = scored(result, self._window)
+            info.update(rl=rl, base=self._base_metrics)
+            return self._empty(), reward(self._base_metrics, rl), True, False, info
         return self._obs(), 0.0, False, False, info

@@ -45,7 +45,7 @@ from rltune_daemon.train.export import export_model, plot_curve
 from rltune_daemon.train.imitation import ImitationRecorder, fit_imitation
 from rltune_daemon.train.init_model import load_initial_actor
 from rltune_daemon.train.network import Actor, Critic
-from rltune_daemon.train.reward import reward
+from rltune_daemon.train.reward import reward, scored
 from rltune_daemon.train.sampling import SamplingPolicy
 
 if TYPE_CHECKING:
@@ -91,8 +91,9 @@ def base_metrics(start: int) -> dict[str, Any]:
     if start not in cache:
         args: TrainArgs = _W["args"]
         eps: Episodes = _W["episodes"]
-        cache[start] = simulate(eps.workload(start), eps.prime(make_policy(args.base), start),
-                                sim_config(args)).metrics
+        window = eps.workload(start)
+        cache[start] = scored(simulate(window, eps.prime(make_policy(args.base), start), sim_config(args)),
+                              window)
     return cache[start]
 
 
@@ -132,7 +133,7 @@ def run_episode(actor: Actor, critic: Critic, start: int, seed: int, determinist
     wl = _W["episodes"].workload(start)
     res = Simulator(wl, ctl, sim_config(args)).run()
     steps = policy.steps
-    episode_reward = reward(base, res.metrics)
+    episode_reward = reward(base, scored(res, wl))
     if len(steps) > args.max_steps_per_episode:  # every step shares the episode's reward: a sample will do
         keep = np.sort(rng.choice(len(steps), args.max_steps_per_episode, replace=False))
         steps = [steps[i] for i in keep]

@@ -19,7 +19,7 @@ import torch
 from rltune_daemon.errors import UserError
 from rltune_daemon.policies.learned import MODEL_FILE, actor_sha256, read_manifest
 from rltune_daemon.train.args import TrainArgs, rollout_settings
-from rltune_daemon.train.reward import REWARD_METRIC
+from rltune_daemon.train.reward import REWARD_METRIC, REWARD_METRIC_MEANS
 
 # TrainArgs fields that are not the recipe: where the run writes, how it is run and shown.
 NOT_RECIPE = frozenset({"trace", "out", "opts", "cluster", "init", "workers", "progress", "max_iterations"})
@@ -28,8 +28,8 @@ NOT_RECIPE = frozenset({"trace", "out", "opts", "cluster", "init", "workers", "p
 # a reward against the base policy alone, the mean of the BSLD and wait gaps, each episode on its trace's
 # own cluster and jobs),
 # and the settings that only acted with another value of them.
-RETIRED = {"credit": "episode", "validation": "anywhere", "reach": 0.0, "rivals": "", "metric": REWARD_METRIC,
-           "vary": False}
+RETIRED = {"credit": "episode", "validation": "anywhere", "reach": 0.0, "rivals": "",
+           "metric": REWARD_METRIC_MEANS, "vary": False}
 RETIRED_WITH = frozenset({"gamma", "gae_lambda", "reach_beta"})
 
 
@@ -90,6 +90,10 @@ def recipe_args(model: Path, out: Path, *, init: Path | None = None, workers: in
     elif rollouts != now:
         changed = ", ".join(f"{k} {rollouts.get(k)} -> {v}" for k, v in now.items() if rollouts.get(k) != v)
         notes.append(f"its episodes ran under other planner settings than this version's ({changed})")
+    trained = manifest.get("reward_metric", REWARD_METRIC_MEANS)
+    if trained != REWARD_METRIC:
+        notes.append(f"it was rewarded with {trained!r}; this version's reward is {REWARD_METRIC!r} (the "
+                     "worst size class's wait gap besides): the weights will differ")
     if manifest.get("torch") not in (None, torch.__version__):
         notes.append(f"trained with torch {manifest['torch']}, this is {torch.__version__}")
     return args, notes
