@@ -24,8 +24,7 @@ from typing import Any
 
 from rltune_daemon.domain import Job
 from rltune_daemon.errors import UserError
-from rltune_daemon.policies.learned import read_manifest
-from rltune_daemon.policies.standing import standing
+from rltune_daemon.policies.registry import DAEMON_DEFAULT
 from rltune_daemon.service.backends import SimBackend
 from rltune_daemon.service.config import load_config
 from rltune_daemon.service.logging import configure, get_logger
@@ -38,6 +37,8 @@ USER = "rltuser"
 SLEEP_RANGE = (15, 45)  # seconds each demo job really runs
 BLOCKER_SECONDS = 25
 JOBS = 12
+DEFAULT_TEXT = (f"the daemon's default, no configuration: {DAEMON_DEFAULT} within each job-size class, every "
+                "class in the places Slurm's own order gives it")
 
 
 def say(text: str = "") -> None:
@@ -148,14 +149,12 @@ class Demo:
             time.sleep(0.2)
         return ids
 
-    def write_config(self) -> str:
-        model = find_model(accounting=self.cluster.with_dbd)
+    def write_config(self) -> None:
+        """The daemon's defaults: only where this cluster is, where to keep state, a 5-s cycle."""
         self.config.write_text(
-            f'interval = 5\nbase_policy = "{fallback_policy(model)}"\nmodel = "{model}"\n'
-            f'state_file = "{self.work / "state.json"}"\n[slurm]\nconf = "{self.cluster.conf}"\n'
-            '[metrics]\nenabled = false\n[log]\nlevel = "info"\n'
+            f'interval = 5\nstate_file = "{self.work / "state.json"}"\n'
+            f'[slurm]\nconf = "{self.cluster.conf}"\n[metrics]\nenabled = false\n[log]\nlevel = "info"\n'
         )
-        return model
 
     def main(self) -> int:
         step("1. start the local Slurm cluster (testbed: 2x4 P100, 2x2 K80, 1x1 M40)")
@@ -179,12 +178,8 @@ class Demo:
         self.view("  Slurm's own order (multifactor, SITE = SiteFactor):", slurm_order)
 
         step("3. rltune-daemon --dry-run --once  (what it would change; writes nothing)")
-        model = self.write_config()
-        say(f"  policy: {'model ' + model if model else 'sjf (no usable model in models/)'}")
-        if not self.cluster.with_dbd:
-            say("  (this cluster runs no Slurm accounting: the shipped models read users' finished runs "
-                "from sacct, so the demo leaves them out)")
-        say_model_caveat(model)
+        self.write_config()
+        say(f"  policy: {DEFAULT_TEXT}")
         rc, out, events = self.daemon("--dry-run", "--once")
         say("\n".join("  " + ln for ln in out.splitlines()))
         cyc = next((e for e in events if e.get("event") == "cycle"), {})
@@ -235,71 +230,14 @@ class Demo:
         return 0
 
 
-def _manifest_field(model: Path, key: str) -> str:
-    try:
-        return str(read_manifest(model).get(key, ""))
-    except (OSError, UserError):
-        return ""
-
-
-def fallback_policy(model: str) -> str:
-    """The base policy the model was trained against (the daemon's fallback should it fail to load),
-    or SJF when there is no model, so the demo still shows a reordered queue."""
-    return (_manifest_field(Path(model), "base_policy") if model else "") or "sjf"
-
-
-def say_model_caveat(model: str) -> None:
-    """Repeat the daemon's ``model_behind_base`` warning: the demo shows mechanics, not a win. Reads the
-    manifest only (the daemon loads the model itself)."""
-    if not model:
-        return
-
-    try:
-        caveat = standing(read_manifest(Path(model))).reason
-    except (OSError, UserError):
-        return  # the daemon reports an unusable model itself (FALLBACK)
-    if caveat:
-        say(f"  note: {caveat}")
-
-
-def learns_history(model: Path) -> bool | None:
-    """Whether the daemon feeds ``model`` finished runs (sacct on a cluster), by the daemon's own loader;
-    None when it does not load."""
-    from rltune_daemon.policies.learned import load_learned
-
-    try:
-        return load_learned(model).learns_history
-    except UserError:
-        return None
-
-
-def find_model(accounting: bool = True) -> str:
-    """The shipped model trained on the demo's workload (testbed), else the first under ./models (the
-    daemon falls back loudly if it cannot load it). Without ``accounting`` (sacct fails), only a
-    deployable model that needs no run history: the daemon warns loudly (``!!! ... has no run
-    history``) when a model with the ``hist_time`` input cannot read it, a warning about the site's
-    setup, not about a model the demo chose for a cluster it knows has no accounting. The naive
-    ablation model is no deployable model, so with today's models the demo then shows the daemon
-    without a model (SJF), the comparator an admin has anyway."""
-    root = Path("models")
-    models = sorted(p for p in root.glob("*") if (p / "manifest.json").exists()) if root.is_dir() else []
-    if not accounting:
-        models = [p for p in models
-                  if learns_history(p) is False and _manifest_field(p, "features") != "naive"]
-    models.sort(key=lambda p: _manifest_field(p, "trace") != "testbed")
-    return str(models[0].resolve()) if models else ""
-
-
 def sim_demo(reason: str) -> int:
     """The daemon loop on the simulated Slurm: one dry-run table, then the full bundled trace."""
     step("rltune-daemon demo on the simulator (--backend sim)")
     say(f"  no live cluster: {reason}")
     say("  (as root with the Debian Slurm packages, `make demo` runs this on a real local Slurm)")
-    model = find_model()  # the simulated Slurm hands a model its finished jobs, as sacct would
-    say(f"  policy: {'model ' + model if model else 'sjf (no model in models/)'}")
-    say_model_caveat(model)
-    cfg = load_config(None, backend="sim", dry_run=True, base_policy=fallback_policy(model), model=model,
-                      sim={"speedup": 0, "workload": "testbed"}, metrics={"enabled": False})
+    say(f"  policy: {DEFAULT_TEXT}")
+    cfg = load_config(None, backend="sim", dry_run=True, sim={"speedup": 0, "workload": "testbed"},
+                      metrics={"enabled": False})
     configure("warning", "console")
     backend = SimBackend(cfg)
     daemon = Daemon(cfg, backend, state_file=StateFile(None), log=get_logger())

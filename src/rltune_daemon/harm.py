@@ -174,8 +174,9 @@ def judge(a: Figures, ref: Figures, unit: str = "GPUs", rule: Rule = RULE, name:
         classes.append(ClassCheck(label, int(r["jobs"]), float(a.classes[label]["wait_mean"]),
                                   float(r["wait_mean"]), limit))
     bad = sorted((c for c in classes if not c.ok), key=lambda c: -c.ratio)
-    failures = [f"{c.label} {unit} wait {c.ratio:.2f}× {name}'s ({c.wait:.0f} s against {c.reference:.0f} s)"
-                for c in bad]
+    each = unit.removesuffix("s")
+    failures = [f"{c.label}-{each} jobs wait {c.ratio:.2f}× {name}'s ({c.wait:.0f} s against "
+                f"{c.reference:.0f} s)" for c in bad]
     p99_limit = max(rule.p99_factor * ref.wait_p99, ref.wait_p99 + rule.class_slack)
     if a.wait_p99 > p99_limit:
         failures.append(f"p99 wait {a.wait_p99:.0f} s against {name}'s {ref.wait_p99:.0f} s")

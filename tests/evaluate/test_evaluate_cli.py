@@ -315,3 +315,28 @@ def test_evaluate_prints_one_verdict_line_for_a_site_choosing_what_to_run(
     assert len(lines) == 1 and "daemon:sjf vs multifactor: " in lines[0]
     assert lines[0].startswith(("verdict: leave Slurm alone", "verdict: the daemon without a model"))
     assert lines[0] in (out / "results.md").read_text()
+
+
+def test_default_is_the_daemon_with_no_configuration_and_is_judged_for_harm(tmp_path: Path) -> None:
+    """``default`` runs the daemon's own settings whatever ``--config`` says for the other policies, and
+    every policy but multifactor carries the no-harm judgement against it; the markdown names it."""
+    out = tmp_path / "ev"
+    cfg = _config(tmp_path, 'jobs = 1\nreorder = "queue"\nnext_in_line = 0\n\n[opts]\njobs = 2000\n')
+    rc = main(["evaluate", "--trace", "testbed", *cfg, "--windows", "2", "--window-size", "150",
+               "--policies", "multifactor,default,daemon:sjf", "--out", str(out)])
+    assert rc == 0
+    res = json.loads((out / "results.json").read_text())
+    pols = res["policies"]
+    assert "no_harm" not in pols["multifactor"]
+    for name in ("default", "daemon:sjf"):
+        judged = pols[name]["no_harm"]
+        assert isinstance(judged["ok"], bool) and "wait_p99_reference" in judged
+    # the default planned within size classes; daemon:sjf here reordered every job, so they differ
+    assert pols["default"]["per_window"] != pols["daemon:sjf"]["per_window"]
+    w = load_workload("testbed", estimates="user", seed=0, jobs="2000")
+    train, wins = heldout_windows(w, 2, 150, 0)
+    ctl = make_controller("default", train, EvalConfig(trace="testbed", policies=("default",)))
+    direct = Simulator(wins[0], ctl, SimConfig()).run()
+    assert pols["default"]["per_window"][0]["wait_mean"] == pytest.approx(direct.metrics["wait_mean"])
+    md = (out / "results.md").read_text()
+    assert "No harm against Slurm's multifactor order" in md and "| `default` |" in md

@@ -32,7 +32,7 @@ def test_the_same_figures_do_no_harm() -> None:
 def test_a_class_waiting_more_than_a_tenth_and_a_minute_longer_is_named_worst_first() -> None:
     j = judge(_figures({"1": 200.0, "5-8": 9000.0}), MF)
     assert not j.ok and j.hurt == ("5-8", "1")
-    assert j.failures[0] == "5-8 GPUs wait 2.25× multifactor's (9000 s against 4000 s)"
+    assert j.failures[0] == "5-8-GPU jobs wait 2.25× multifactor's (9000 s against 4000 s)"
     # 1.1 x 100 + 60 = 170 s: 150 s is within it; 4460 s too (1.1 x 4000 + 60)
     assert judge(_figures({"1": 170.0, "5-8": 4460.0}), MF).ok
 

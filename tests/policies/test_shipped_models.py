@@ -30,33 +30,6 @@ def test_shipped_model_loads(path: Path) -> None:
         assert policy.schema_hash == features.SCHEMA_HASH and policy.learns_history
 
 
-def test_demo_repeats_the_models_own_caveat(capsys: pytest.CaptureFixture[str]) -> None:
-    """The demo must say when its model's own held-out record is behind (rather than imply a win), and
-    say nothing for a model that is not."""
-    from rltune_daemon.demo import say_model_caveat
-    from rltune_daemon.policies.learned import read_manifest
-    from rltune_daemon.policies.standing import standing
-
-    for path in MODELS:
-        say_model_caveat(str(path))
-        out = capsys.readouterr().out
-        assert ("note: on " in out) == bool(standing(read_manifest(path)).reason)
-
-
-def test_demo_without_accounting_picks_a_model_that_needs_no_run_history(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """The live demo's cluster runs no slurmdbd: its model must not be one the daemon feeds from sacct,
-    or its own default would print the daemon's "no run history" warning. With accounting (and on the
-    simulator) it is the model trained on the demo's testbed workload."""
-    from rltune_daemon.demo import find_model
-
-    monkeypatch.chdir(Path(__file__).resolve().parents[2])
-    chosen = find_model(accounting=False)
-    assert not chosen or load_learned(chosen).learns_history is False
-    assert "naive" not in chosen  # an ablation model, not a demo of what the daemon does
-    assert model_identity(Path(find_model()))["trace"] == "testbed"
-
-
 @pytest.mark.parametrize("path", [p for p in MODELS if "naive" not in p.name],
                          ids=[p.name for p in MODELS if "naive" not in p.name])
 def test_the_daemon_acts_on_every_shipped_model(path: Path) -> None:

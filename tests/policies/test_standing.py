@@ -50,7 +50,7 @@ def test_a_model_that_makes_a_size_class_wait_is_behind_multifactor_whatever_its
     where = standing(manifest)
     assert where.instead == "multifactor"
     assert "fails the no-harm check against multifactor" in where.reason
-    assert "5-8 GPUs wait 1.50× multifactor's (1500 s against 1000 s)" in where.reason
+    assert "5-8-GPU jobs wait 1.50× multifactor's (1500 s against 1000 s)" in where.reason
     # within 1.1 x + 60 s the class is not hurt
     manifest["heldout"] = _record([2.0, 3.0, 4.0], [2.5, 3.4, 4.6], {"1": 50.0, "5-8": 1150.0})
     assert standing(manifest).reason == ""

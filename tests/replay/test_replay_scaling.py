@@ -90,6 +90,11 @@ def test_arm_specs() -> None:
     assert (a.kind, a.policy, a.hints, a.sim_spec) == ("daemon", "sjf", False, "daemon:sjf")
     r = parse_arm("rltune:models/testbed-multifactor")
     assert (r.kind, r.policy, r.hints) == ("rltune", "models/testbed-multifactor", True)
+    assert r.reorder == "size-class"
+    d = parse_arm("default")  # the daemon with no configuration
+    assert (d.kind, d.policy, d.hints, d.reorder) == ("daemon", "sjf", True, "size-class")
+    q = parse_arm("daemon:sjf/nohints/queue")  # every job reordered, no hints
+    assert (q.policy, q.hints, q.reorder) == ("sjf", False, "queue")
     for bad in ("sjf", "daemon:nosuch", "rltune:", "daemon"):
         with pytest.raises(UserError):
             parse_arm(bad)

@@ -25,13 +25,17 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_defaults_file_and_env_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     d = load_config(None)
-    assert (d.interval, d.backend, d.base_policy, d.dry_run) == (60.0, "slurm", "multifactor", False)
+    assert (d.interval, d.backend, d.base_policy, d.dry_run) == (60.0, "slurm", "sjf", False)
+    # the default acts, and protects the large jobs: within size classes, next in line kept, guard by
+    # Slurm's own order
+    assert (d.planner.reorder, d.planner.next_in_line, d.planner.starvation_reference) == (
+        "size-class", 3, "priority")
     assert (d.metrics.bind, d.metrics.port, d.planner.hint_cycles) == ("127.0.0.1", 9810, 2)
     assert str(d.resolved_state_file()) == "/var/lib/rltune-daemon/state.json"
     cfg = tmp_path / "c.toml"
-    cfg.write_text('interval = 30\nbase_policy = "SJF"\n[planner]\ntop_k = 4\n[exempt]\nusers = ["ops"]\n')
+    cfg.write_text('interval = 30\nbase_policy = "FCFS"\n[planner]\ntop_k = 4\n[exempt]\nusers = ["ops"]\n')
     c = load_config(cfg)
-    assert (c.interval, c.base_policy, c.planner.top_k, c.exempt.users) == (30.0, "sjf", 4, ("ops",))
+    assert (c.interval, c.base_policy, c.planner.top_k, c.exempt.users) == (30.0, "fcfs", 4, ("ops",))
     monkeypatch.setenv("RLTUNE_PLANNER__TOP_K", "9")
     monkeypatch.setenv("RLTUNE_EXEMPT__QOS", "urgent, sla")
     monkeypatch.setenv("RLTUNE_EXEMPT__ACCOUNTS", '["a", "b"]')
@@ -41,9 +45,12 @@ def test_defaults_file_and_env_precedence(tmp_path: Path, monkeypatch: pytest.Mo
     assert c.dry_run and str(c.resolved_state_file()) == "/var/lib/x/state.json"
     pc = c.planner_config()
     assert pc.top_k == 9 and pc.exempt_users == ("ops",) and pc.exempt_qos == ("urgent", "sla")
-    assert pc.starvation_reference == "both"
-    monkeypatch.setenv("RLTUNE_PLANNER__STARVATION_REFERENCE", "priority")
-    assert load_config(cfg).planner_config().starvation_reference == "priority"
+    assert (pc.starvation_reference, pc.reorder, pc.next_in_line) == ("priority", "size-class", 3)
+    monkeypatch.setenv("RLTUNE_PLANNER__STARVATION_REFERENCE", "both")
+    monkeypatch.setenv("RLTUNE_PLANNER__REORDER", "queue")
+    monkeypatch.setenv("RLTUNE_PLANNER__NEXT_IN_LINE", "0")
+    pc = load_config(cfg).planner_config()
+    assert (pc.starvation_reference, pc.reorder, pc.next_in_line) == ("both", "queue", 0)
 
 
 @pytest.mark.parametrize(("text", "env", "needle"), [

@@ -20,18 +20,20 @@ STARVATION_STRETCH_DEFAULT = 2.0
 STARVATION_STRETCH_MAX = 1000.0  # beyond this the cap alone decides; a larger value is a typo
 STARVATION_CAP_DEFAULT = 7 * 86400.0
 # What "kept back" is measured against: Slurm's own (multifactor) order, submit order, or both (a job
-# below either of its two positions is kept back and goes back to the earlier one). Both by default: on
-# training-split windows of all four traces it tied with multifactor order alone in mean BSLD and wait
-# (docs/research.md, "Guard measured against submit order too").
+# below either of its two positions is kept back and goes back to the earlier one). Slurm's order by
+# default: the guard promises a job no worse than what the cluster's own priority gives it; measured
+# against submit order too it lifts the large jobs multifactor itself keeps waiting for days, and the
+# small jobs pay for that (docs/learning.md, "Searches for a default that does no harm").
 GuardReference = Literal["priority", "submit", "both"]
 # What the policy may reorder: every plannable job, or only jobs of one job-size class among themselves
-# (per PriorityTier and partition), each class keeping the places Slurm's own order gives it.
+# (per PriorityTier and partition), each class keeping the places Slurm's own order gives it; and how
+# many blocked jobs per partition keep their places because Slurm drains nodes for them (same page).
 Reorder = Literal["queue", "size-class"]
 REORDERS: tuple[Reorder, ...] = ("queue", "size-class")
 REORDER_DEFAULT: Reorder = "size-class"
 NEXT_IN_LINE_DEFAULT = 3
 GUARD_REFERENCES: tuple[GuardReference, ...] = ("priority", "submit", "both")
-STARVATION_REFERENCE_DEFAULT: GuardReference = "both"
+STARVATION_REFERENCE_DEFAULT: GuardReference = "priority"
 
 
 def guard_reference(name: str) -> GuardReference:

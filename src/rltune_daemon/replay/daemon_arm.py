@@ -23,7 +23,7 @@ import numpy as np
 from rltune_daemon.domain.history import FinishedRuns
 from rltune_daemon.domain.snapshot import RunningJob, Snapshot
 from rltune_daemon.errors import run_guarded
-from rltune_daemon.planner.config import INTERVAL_DEFAULT, REACT_DEFAULT
+from rltune_daemon.planner.config import INTERVAL_DEFAULT, REACT_DEFAULT, REORDER_DEFAULT
 from rltune_daemon.service.backends import SlurmBackend
 from rltune_daemon.service.config import DaemonConfig, load_config
 from rltune_daemon.service.logging import configure, get_logger
@@ -77,7 +77,8 @@ def scaled_config(settings: dict[str, Any]) -> DaemonConfig:
         # an arm measures the model it names, whatever its manifest's own held-out record says
         model=settings.get("model", ""), run_model_behind_base=True, state_file=settings["state_file"],
         metrics={"enabled": False}, log={"format": "json", "level": "info"}, slurm=slurm,
-        planner={"placement": bool(settings["placement"])}, scope=scope,
+        planner={"placement": bool(settings["placement"]),
+                 "reorder": settings.get("reorder", REORDER_DEFAULT)}, scope=scope,
     )
     interval, react = scaled_cycle(speedup)
     # model_copy skips validation on purpose: the floors protect real clusters, not this one.

@@ -189,6 +189,7 @@ def run_arm(cfg: ReplayConfig, arm: Arm, win: ReplayWindow, target: clusters.Tar
             settings = {"speedup": cfg.speedup, "origin": origin, "conf": target.conf,
                         "base_policy": arm.policy if arm.kind == "daemon" else "multifactor",
                         "model": arm.policy if arm.kind == "rltune" else "", "placement": arm.hints,
+                        "reorder": arm.reorder,
                         "state_file": str(log.with_suffix(".state.json"))}
             if target.local is None:  # a shared cluster: steer only this user's jobs in this partition
                 settings.update(scope_user=pwd.getpwuid(os.getuid()).pw_name, partition=target.partition)

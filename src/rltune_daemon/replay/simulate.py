@@ -46,7 +46,7 @@ def controller(arm: Arm, win: ReplayWindow, weights: MultifactorWeights, trace: 
     interval, react = cycle
     cfg = EvalConfig(trace=trace, policies=(arm.sim_spec,), windows=1, window_size=len(win.window.jobs),
                      seed=win.seed, mode="daemon", pure=True, interval=interval, react=react,
-                     milp=arm.hints, bf_reservations=SLURM_RESERVATIONS)
+                     milp=arm.hints, bf_reservations=SLURM_RESERVATIONS, reorder=arm.reorder)
     ctl = make_controller(arm.sim_spec, win.train, cfg)
     set_base(ctl, base)
     return ctl
