@@ -32,9 +32,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--speedup", type=float, default=DEFAULT_SPEEDUP,
                    help=f"trace seconds per wall second (default {DEFAULT_SPEEDUP:g}: a 256-job testbed "
                         "window, ~19 trace hours, takes ~10 minutes per arm)")
-    p.add_argument("--arms", default="multifactor,daemon:sjf",
-                   help="comma-separated: multifactor (Slurm alone), daemon:<baseline>, rltune:<model dir>; "
-                        "append /nohints to a daemon arm for [planner] placement = false")
+    p.add_argument("--arms", default="multifactor,default",
+                   help="comma-separated: multifactor (Slurm alone), default (the daemon with no "
+                        "configuration), daemon:<baseline>, rltune:<model dir>; append /nohints to a daemon "
+                        "arm for [planner] placement = false, /queue for reorder = \"queue\" (every job "
+                        "reordered, not only within size classes)")
     p.add_argument("--seeds", default="0", help="comma-separated; seed s replays evaluate's window of seed s")
     p.add_argument("--out", required=True, help="output directory (results.json, results.md, PNGs)")
     p.add_argument("--cluster", choices=("local", "existing"), default="local",

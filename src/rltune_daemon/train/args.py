@@ -15,10 +15,14 @@ from rltune_daemon.errors import UserError
 from rltune_daemon.planner.config import (
     GUARD_REFERENCES,
     INTERVAL_DEFAULT,
+    NEXT_IN_LINE_DEFAULT,
+    REORDER_DEFAULT,
+    REORDERS,
     STARVATION_REFERENCE_DEFAULT,
     PlannerConfig,
     guard_reference,
     loop_settings,
+    reorder_scope,
 )
 from rltune_daemon.sim.config import SimConfig, checked_reservations
 
@@ -36,6 +40,8 @@ class TrainArgs:
     react: float = 0.0  # daemon mode: queue-check period (s) in rollouts; 0 = 60-s cycles only (faster)
     bf_reservations: int = 1  # blocked jobs per partition the simulator's backfill reserves for (1: EASY)
     starvation_reference: str = STARVATION_REFERENCE_DEFAULT  # daemon mode: the guard's reference (rollouts)
+    reorder: str = REORDER_DEFAULT  # daemon mode: what the policy may reorder in rollouts (planner.config)
+    next_in_line: int = NEXT_IN_LINE_DEFAULT  # daemon mode, size-class: blocked jobs kept in place
     features: str = "sampled"  # sampled | naive
     estimates: str | None = "user"
     opts: dict[str, str] = field(default_factory=dict)
@@ -95,6 +101,10 @@ def check_args(args: TrainArgs) -> None:
     if args.init is not None and args.warm_start_episodes > 0:
         raise UserError(f"--init {args.init} starts from that model's weights: drop warm_start_episodes")
     checked_reservations(args.bf_reservations)
+    if args.reorder not in REORDERS:
+        raise UserError(f"reorder {args.reorder!r}: expected one of {', '.join(REORDERS)}")
+    if args.next_in_line < 0:
+        raise UserError(f"next_in_line {args.next_in_line}: expected 0 or a positive count")
     if args.starvation_reference not in GUARD_REFERENCES:
         raise UserError(f"starvation_reference {args.starvation_reference!r}: expected one of "
                         f"{', '.join(GUARD_REFERENCES)}")
@@ -107,9 +117,10 @@ def sim_config(args: TrainArgs) -> SimConfig:
 
 def rollout_planner(args: TrainArgs) -> PlannerConfig:
     """Rollouts run the policy as the daemon would, with the planner's guard (its reference as given,
-    the rest this version's defaults) but Slurm's own placement: the actor learns an order; the MILP is
-    added at evaluation and in the daemon."""
-    return PlannerConfig(placement=False, starvation_reference=guard_reference(args.starvation_reference))
+    the rest this version's defaults) and reordering (as given) but Slurm's own placement: the actor
+    learns an order; the MILP is added at evaluation and in the daemon."""
+    return PlannerConfig(placement=False, starvation_reference=guard_reference(args.starvation_reference),
+                         reorder=reorder_scope(args.reorder), next_in_line=args.next_in_line)
 
 
 def rollout_settings(args: TrainArgs) -> dict[str, Any]:

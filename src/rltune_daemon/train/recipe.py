@@ -31,6 +31,8 @@ NOT_RECIPE = frozenset({"trace", "out", "opts", "cluster", "init", "workers", "p
 RETIRED = {"credit": "episode", "validation": "anywhere", "reach": 0.0, "rivals": "",
            "metric": REWARD_METRIC_MEANS, "vary": False}
 RETIRED_WITH = frozenset({"gamma", "gae_lambda", "reach_beta"})
+# Settings added later, with the value every run had before: a manifest without them ran with these.
+BEFORE = {"reorder": "queue", "next_in_line": 0}
 
 
 def _start_model(model: Path, manifest: dict[str, Any], init: Path | None) -> Path | None:
@@ -68,13 +70,14 @@ def recipe_args(model: Path, out: Path, *, init: Path | None = None, workers: in
                             "longer runs; it cannot be repeated")
     fields = {f.name for f in dataclasses.fields(TrainArgs)} - NOT_RECIPE
     notes = []
-    missing = sorted(fields - hp.keys())
+    before = {k: v for k, v in BEFORE.items() if k not in hp}
+    missing = sorted(fields - hp.keys() - before.keys())
     if missing:
         notes.append(f"its manifest predates {', '.join(missing)}: this run uses the defaults")
     unknown = sorted(hp.keys() - fields - NOT_RECIPE - RETIRED.keys() - RETIRED_WITH)
     if unknown:
         notes.append(f"this version has no {', '.join(unknown)}: ignored")
-    settings = {k: v for k, v in hp.items() if k in fields}
+    settings = {**before, **{k: v for k, v in hp.items() if k in fields}}
     if heldout_windows is not None:
         settings["heldout_windows"] = heldout_windows
     args = TrainArgs(trace=str(manifest["trace"]), out=out, opts=dict(manifest.get("trace_options") or {}),
