@@ -120,15 +120,18 @@ def test_recipe_notes_what_the_manifest_predates(tmp_path: Path) -> None:
     _, notes = recipe_args(_fake_model(tmp_path / "old", base), tmp_path / "x")
     assert any("predates" in n and "lr" in n for n in notes)
     assert any("predates recorded rollout settings" in n for n in notes)
-    rollouts = {**rollout_settings(tiny_args(tmp_path)), "starvation_reference": "priority"}
+    rollouts = {**rollout_settings(tiny_args(tmp_path)), "starvation_reference": "both"}
     args, notes = recipe_args(_fake_model(tmp_path / "other", {**base, "rollouts": rollouts}), tmp_path / "x")
     assert args.seed == 7 and args.base == "fcfs" and args.max_iterations == 3
-    assert any("starvation_reference priority -> both" in n for n in notes)
+    assert any("starvation_reference both -> priority" in n for n in notes)
     # a manifest older than the guard setting runs under this version's, and says so
     args, notes = recipe_args(tmp_path / "old", tmp_path / "x")
-    assert args.starvation_reference == "both"
+    assert args.starvation_reference == "priority"
     assert any("predates" in n and "starvation_reference" in n for n in notes)
-    assert any("(reference both, stretch 2)" in n for n in notes)
+    assert any("(reference priority, stretch 2)" in n for n in notes)
+    # ... but a manifest older than size-class reordering ran every job reordered, and repeats that
+    assert (args.reorder, args.next_in_line) == ("queue", 0)
+    assert not any("predates" in n and "reorder" in n for n in notes)
 
 
 @pytest.mark.parametrize(("extra", "manifest", "needle"), [

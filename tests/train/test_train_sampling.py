@@ -83,15 +83,27 @@ def test_deterministic_sampling_policy_is_the_learned_policy() -> None:
 
 
 def test_reward_by_hand() -> None:
-    base = {"bsld": 4.0, "wait_mean": 600.0}
-    assert reward(base, {"bsld": 2.0, "wait_mean": 600.0}) == pytest.approx(0.25)
-    assert reward(base, {"bsld": 2.0, "wait_mean": 300.0}) == pytest.approx(0.5)
-    assert reward(base, {"bsld": 4.0, "wait_mean": 900.0}) == pytest.approx(-0.25)
+    """The mean of three gaps to the base policy: BSLD, mean wait, and the worst size class's mean wait
+    (classes of at least 20 jobs); 0 for the class term when the metrics carry no classes."""
+    classes = {"1": {"jobs": 30, "wait_mean": 100.0}, "5-8": {"jobs": 20, "wait_mean": 1000.0},
+               "9-16": {"jobs": 5, "wait_mean": 50.0}}
+    base = {"bsld": 4.0, "wait_mean": 600.0, "classes": classes}
+    same = {"bsld": 2.0, "wait_mean": 600.0, "classes": classes}
+    assert reward(base, same) == pytest.approx(0.5 / 3)
+    assert reward(base, {**same, "wait_mean": 300.0}) == pytest.approx(1.0 / 3)
+    # halving the 1-GPU jobs' wait by doubling the 5-8-GPU jobs' is scored by the loss
+    paid = {**classes, "1": {"jobs": 30, "wait_mean": 50.0}, "5-8": {"jobs": 20, "wait_mean": 2000.0}}
+    assert reward(base, {**same, "classes": paid}) == pytest.approx((0.5 + 0.0 - 1.0) / 3)
+    # a class with fewer than 20 jobs is not scored on its own
+    few = {**classes, "9-16": {"jobs": 5, "wait_mean": 5000.0}}
+    assert reward(base, {**same, "classes": few}) == pytest.approx(0.5 / 3)
+    no_classes = reward({"bsld": 4.0, "wait_mean": 600.0}, {"bsld": 4.0, "wait_mean": 900.0})
+    assert no_classes == pytest.approx(-0.5 / 3)
     # floors: BSLD is at least 1, a minute of mean wait is "no queue"
     assert reward({"bsld": 0.5, "wait_mean": 0.0}, {"bsld": 0.5, "wait_mean": 30.0}) == (
-        pytest.approx(-0.25))
+        pytest.approx(-0.5 / 3))
     # clipped to [-1, 1]
-    assert reward(base, {"bsld": 40.0, "wait_mean": 6000.0}) == -1.0
+    assert reward(base, {"bsld": 40.0, "wait_mean": 6000.0, "classes": paid}) == -1.0
 
 
 def _synthetic_steps() -> list[Step]:

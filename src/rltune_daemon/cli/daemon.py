@@ -57,6 +57,22 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def order_text(cfg: DaemonConfig, leave_order: bool) -> str:
+    """One line on what the daemon may move, for ``--check-config``."""
+    if leave_order:
+        return "Slurm's own (multifactor: no SiteFactor written; placement hints only)"
+    p = cfg.planner
+    if p.reorder == "queue":
+        scope = "every job may move past any other of its tier"
+    else:
+        scope = ("only within each job-size class (per tier and partition), every class in the places "
+                 f"Slurm's own order gives it; the first {p.next_in_line} blocked jobs of each partition "
+                 "keep their places")
+    place = {"priority": "multifactor", "submit": "submit-order", "both": "multifactor or submit-order"}
+    return (f"{scope}; a job kept behind its {place[p.starvation_reference]} place goes back to it after "
+            f"max({p.starvation_seconds / 3600:g} h, {p.starvation_stretch:g} x its time limit)")
+
+
 def check_config(cfg: DaemonConfig, path: Path | None, probe: bool = False) -> int:
     """Print the effective configuration and what it resolves to (policy, placer, state file); with
     ``probe``, run the read side of a cycle against the configured Slurm (``service.probe``)."""
@@ -73,6 +89,7 @@ def check_config(cfg: DaemonConfig, path: Path | None, probe: bool = False) -> i
             print(f"warning: {choice.behind_base}")
         if note := trained_under(choice.identity, cfg.loop_settings()):
             print(f"note: {note}")
+    print(f"order: {order_text(cfg, choice.leave_order)}")
     if choice.policy.learns_history:
         print(f"history: {choice.label} learns finished runs from sacct (last "
               f"{cfg.slurm.history_days:g} days, needs slurmdbd; --dry-run shows what it got)")

@@ -24,7 +24,7 @@ from rltune_daemon.placement.context import FALLBACK_REASONS, PlacementContext, 
 from rltune_daemon.placement.greedy import greedy_placer
 from rltune_daemon.policies.base import Policy
 from rltune_daemon.policies.multifactor import leaves_slurm_order
-from rltune_daemon.policies.registry import make_policy
+from rltune_daemon.policies.registry import DAEMON_DEFAULT, make_policy
 from rltune_daemon.policies.standing import standing
 
 
@@ -43,8 +43,11 @@ class PolicyChoice:
     @property
     def described(self) -> str:
         """One line for ``--check-config`` and the log: which model file exactly, or which heuristic."""
-        if not self.model or self.fallback:
-            return f"{self.policy.name}" + (" (no model configured)" if not self.model else "")
+        if self.model and self.fallback:
+            return self.policy.name
+        if not self.model:
+            default = ": the daemon's default" if self.policy.name == DAEMON_DEFAULT else ""
+            return f"{self.policy.name} (no model configured{default})"
         i = self.identity
         return (f"model {self.model} (actor sha256 {i.get('actor_sha256', '?')}, trained on "
                 f"{i.get('trace', '?')} against {i.get('base_policy', '?')}, iteration "
