@@ -8,6 +8,7 @@ import pytest
 
 from rltune_daemon.domain.jobs import Job
 from rltune_daemon.errors import UserError
+from rltune_daemon.policies.registry import DAEMON_DEFAULT
 from rltune_daemon.replay.arms import parse_arm, parse_arms
 from rltune_daemon.replay.collect import JobTimes, ctld_hints
 from rltune_daemon.replay.scaling import (
@@ -92,7 +93,7 @@ def test_arm_specs() -> None:
     assert (r.kind, r.policy, r.hints) == ("rltune", "models/testbed-multifactor", True)
     assert r.reorder == "size-class"
     d = parse_arm("default")  # the daemon with no configuration
-    assert (d.kind, d.policy, d.hints, d.reorder) == ("daemon", "sjf", True, "size-class")
+    assert (d.kind, d.policy, d.hints, d.reorder) == ("daemon", DAEMON_DEFAULT, True, "size-class")
     q = parse_arm("daemon:sjf/nohints/queue")  # every job reordered, no hints
     assert (q.policy, q.hints, q.reorder) == ("sjf", False, "queue")
     for bad in ("sjf", "daemon:nosuch", "rltune:", "daemon"):

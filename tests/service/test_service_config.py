@@ -25,9 +25,9 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_defaults_file_and_env_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     d = load_config(None)
-    assert (d.interval, d.backend, d.base_policy, d.dry_run) == (60.0, "slurm", "sjf", False)
-    # the default acts, and protects the large jobs: within size classes, next in line kept, guard by
-    # Slurm's own order
+    assert (d.interval, d.backend, d.base_policy, d.dry_run) == (60.0, "slurm", "multifactor", False)
+    # the policy an admin sets is reordered to protect the large jobs: within size classes, next in line
+    # kept, guard by Slurm's own order
     assert (d.planner.reorder, d.planner.next_in_line, d.planner.starvation_reference) == (
         "size-class", 3, "priority")
     assert (d.metrics.bind, d.metrics.port, d.planner.hint_cycles) == ("127.0.0.1", 9810, 2)

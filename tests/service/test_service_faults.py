@@ -63,8 +63,11 @@ def scene(slurm_cluster: SlurmTestCluster, tmp_path_factory: pytest.TempPathFact
 
 def _cfg(tmp_path: Path, c: SlurmTestCluster, faults: FaultBin, **kw: Any) -> DaemonConfig:
     kw.setdefault("slurm__timeout", 2)
+    # every job reordered (none kept next in line) so that a cycle writes priorities and node hints for
+    # the faults to land on
     return config(tmp_path, base_policy="sjf", slurm__conf=c.conf, slurm__bin_dir=str(faults.path),
-                  slurm__ping_timeout=2, slurm__max_calls_per_cycle=40, planner__hint_cycles=50, **kw)
+                  slurm__ping_timeout=2, slurm__max_calls_per_cycle=40, planner__hint_cycles=50,
+                  planner__reorder="queue", planner__next_in_line=0, **kw)
 
 
 def _daemon(cfg: DaemonConfig) -> Daemon:

@@ -158,7 +158,10 @@ def test_reader_sees_every_job_as_slurm_stores_it(hostile: tuple[SlurmTestCluste
 def test_daemon_ranks_hostile_jobs_by_their_real_values_and_logs_the_unreadable_one(
         hostile: tuple[SlurmTestCluster, dict[str, dict[str, Any]]], tmp_path: Path) -> None:
     c, jobs = hostile
-    cfg = config(tmp_path, base_policy="sjf", slurm__conf=c.conf, planner__placement=False)
+    # every job reordered by its limit, across sizes and with none kept next in line: the order then
+    # shows each job's real limit
+    cfg = config(tmp_path, base_policy="sjf", slurm__conf=c.conf, planner__placement=False,
+                 planner__reorder="queue", planner__next_in_line=0)
     log = NullLog()
     metrics = Metrics()
     d = Daemon(cfg, SlurmBackend(cfg), state_file=StateFile(cfg.resolved_state_file()), log=log,

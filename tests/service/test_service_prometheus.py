@@ -94,13 +94,16 @@ def test_prometheus_scrapes_the_documented_series(scraped: int) -> None:
     result: list[dict[str, Any]] = []
     while time.monotonic() < deadline:
         try:
+            # and a job seen to start, whose wait the start-wait histogram holds
             result = _query(port, "rltune_cycle_seconds_count > 2")
+            started = _query(port, "rltune_job_start_wait_seconds_count")
         except OSError:
-            result = []
-        if result:
+            result = started = []
+        if result and started:
             break
         time.sleep(0.5)
     assert result, "Prometheus never scraped a daemon cycle"
+    assert started, "Prometheus never scraped the wait of a job the daemon saw start"
     names = set(_get(f"http://127.0.0.1:{port}/api/v1/label/__name__/values")["data"])
     missing = [n for n in DOCUMENTED if n not in names]
     assert not missing, missing
