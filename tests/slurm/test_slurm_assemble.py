@@ -132,3 +132,15 @@ def test_request_gpus_precedence() -> None:
 def test_missing_submit_time_skips_record() -> None:
     snap, info = build_snapshot(0, [_rec(submit=None)], {"1": TresRecord("1", "", "", 1, {})}, {}, [])
     assert snap.pending == () and info.skipped[0][0] == "1"
+
+
+def test_pending_jobs_come_in_slurms_tie_order() -> None:
+    """squeue lists jobs in its own order; the planner breaks ties of priority and submit time by row, so
+    the snapshot holds them as slurmctld breaks those ties: by job id, an array's tasks by their array's
+    job id and then task id (a 5-digit id after a 2-digit one, not as text)."""
+    ids = [("15", "", ""), ("9", "", ""), ("120", "100", "3"), ("100", "100", "0"), ("10", "", "")]
+    recs = [_rec(job_id=j, array_job_id=a, array_task=t, priority=int(j)) for j, a, t in ids]
+    tres = {j: TresRecord(j, "", "", 1, {"cpu": "2", "mem": "1000M"}) for j, _, _ in ids}
+    snap, _ = build_snapshot(0, recs, tres, {}, [_node("n1", "gpu", 7200.0)])
+    assert [j.id for j in snap.pending] == ["9", "10", "15", "100", "120"]
+    assert [s.priority for s in snap.pending_state] == [9, 10, 15, 100, 120]  # each state with its job

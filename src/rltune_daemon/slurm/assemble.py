@@ -174,6 +174,17 @@ def merge_nodes(rows: Iterable[NodeRecord]) -> tuple[list[NodeState], list[Parti
     return states, sorted(specs.values(), key=lambda p: p.name), max_time
 
 
+def _queue_key(rec: JobRecord) -> tuple[int, int]:
+    """(job id, task id) as slurmctld orders jobs of equal priority and submit time: an array task by
+    its array's job id; an id that is not a number (never seen from Slurm) sorts last, in read order."""
+    job = rec.array_job_id or rec.job_id
+    task = rec.array_task if rec.array_job_id else ""
+    return (int(job) if job.isdigit() else _LAST, int(task) if task.isdigit() else -1)
+
+
+_LAST = 2**63
+
+
 def build_snapshot(
     clock: float,
     jobs: Sequence[JobRecord],
@@ -191,6 +202,7 @@ def build_snapshot(
     nodes, partitions, max_time = merge_nodes(node_rows)
     pending: list[Job] = []
     pstate: list[PendingState] = []
+    order: list[tuple[int, int]] = []  # Slurm's tie-break of each pending job (_queue_key)
     running: list[RunningJob] = []
     unknown: set[str] = set()
     tasks: dict[str, list[str]] = {}
@@ -216,6 +228,7 @@ def build_snapshot(
                 unknown.add(rec.job_id)
             pending.append(job)
             pstate.append(_pending_state(rec, rows))
+            order.append(_queue_key(rec))
         elif rec.state == "RUNNING":
             start = rec.start if rec.start is not None else clock
             running.append(RunningJob(job, start, start + job.time_limit, _allocation(rec, job)))
@@ -224,6 +237,10 @@ def build_snapshot(
             info.array_tasks[job_id] = len(ids)
             info.display_ids[job_id] = f"{job_id}_{compress_hostlist(ids)}"
     info.site_factor_unknown = frozenset(unknown)
+    # in Slurm's tie order: the planner breaks ties of priority and submit time by row, as slurmctld
+    # breaks them by job id (an array's tasks by array job id, then task id); squeue lists in its own order
+    by_id = sorted(range(len(pending)), key=order.__getitem__)
+    pending, pstate = [pending[k] for k in by_id], [pstate[k] for k in by_id]
     snap = Snapshot(
         clock=clock, pending=tuple(pending), pending_state=tuple(pstate), running=tuple(running),
         nodes=tuple(nodes), partitions=tuple(partitions) or (PartitionSpec(DEFAULT_PARTITION),),
