@@ -30,21 +30,25 @@ def test_shipped_model_loads(path: Path) -> None:
         assert policy.schema_hash == features.SCHEMA_HASH and policy.learns_history
 
 
-@pytest.mark.parametrize("path", [p for p in MODELS if "naive" not in p.name],
-                         ids=[p.name for p in MODELS if "naive" not in p.name])
-def test_the_daemon_acts_on_every_shipped_model(path: Path) -> None:
-    """Every model a site can configure carries a held-out record, and that record does not put it behind
-    multifactor or its base policy, so the daemon acts on it. A record with every window holds them all,
-    for multifactor too."""
+@pytest.mark.parametrize("path", MODELS, ids=[p.name for p in MODELS])
+def test_every_shipped_model_records_whether_it_does_harm(path: Path) -> None:
+    """Every model a site can configure carries a held-out record with every window and the no-harm
+    figures (wait per size class, p99 wait, utilisation), for itself and for multifactor, measured under
+    the daemon's settings: the daemon acts on it only when that record shows no class paying and the
+    model not behind, and says why not otherwise. A shipped model whose record predates the figures
+    would be refused on every cluster for want of evidence."""
     from rltune_daemon.policies.learned import read_manifest
-    from rltune_daemon.policies.standing import standing
+    from rltune_daemon.policies.standing import PREDATES, harm_failures, standing
 
     manifest = read_manifest(path)
     record = manifest["heldout"]
-    if "per_window" in record:
-        assert len(record["per_window"]["model"]["bsld"]) == record["windows"] >= 10
-        assert len(record["per_window"]["multifactor"]["wait_mean"]) == record["windows"]
-    assert standing(manifest).reason == ""
+    assert len(record["per_window"]["model"]["bsld"]) == record["windows"] >= 10
+    assert len(record["per_window"]["multifactor"]["wait_mean"]) == record["windows"]
+    hurts = harm_failures(record)
+    assert hurts is not None, PREDATES
+    reason = standing(manifest).reason
+    assert (reason == "") == (not hurts and "is behind" not in reason)
+    assert all(h in reason for h in hurts)
 
 
 @pytest.mark.parametrize("path", MODELS, ids=[p.name for p in MODELS])

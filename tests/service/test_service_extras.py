@@ -29,9 +29,10 @@ def test_daemon_entry_module_and_help_need_no_training_extras() -> None:
 
 
 def test_sim_dry_run_with_a_model_needs_no_training_extras() -> None:
+    # run the model whatever its held-out record says: this is about what loading and scoring import
     res = _run("rltune_daemon.cli.daemon", "--backend", "sim", "--dry-run", "--once",
                env={"RLTUNE_MODEL": str(ROOT / "models" / "alibaba-sjf"), "RLTUNE_SIM__JOBS": "40",
-                    "RLTUNE_METRICS__ENABLED": "false"})
+                    "RLTUNE_METRICS__ENABLED": "false", "RLTUNE_RUN_MODEL_BEHIND_BASE": "true"})
     assert res.returncode == 0, res.stderr
     assert "rltune-daemon dry run: policy " in res.stdout and "FALLBACK" not in res.stdout
     assert "Traceback" not in res.stderr

@@ -329,36 +329,38 @@ def test_start_says_when_the_daemon_runs_other_settings_than_the_models_training
     manifest_path = model / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
     manifest.pop("rollouts", None)
+    # without its held-out record the daemon acts on the model: what it says about settings shows
+    manifest.pop("heldout", None)
     manifest_path.write_text(json.dumps(manifest))
     d, log, _ = _daemon(tmp_path, ScriptedBackend([snapshot(_queue())]), model=str(model))
     assert not d.choice.fallback and d.choice.identity["rollouts"] is None
     d.announce()
     assert not log.named("model_trained_under")  # nothing recorded: nothing to compare
 
-    trained = {**config(tmp_path).loop_settings(), "react": 0.0, "starvation_reference": "priority"}
+    trained = {**config(tmp_path).loop_settings(), "react": 0.0, "starvation_reference": "both"}
     manifest["rollouts"] = trained
     manifest_path.write_text(json.dumps(manifest))
     d, log, _ = _daemon(tmp_path, ScriptedBackend([snapshot(_queue())]), model=str(model))
     d.announce()
     (note,) = [e["note"] for e in log.named("model_trained_under")]
-    assert "starvation_reference = 'both' (trained under 'priority')" in note and "react" not in note
-    assert note.endswith(" or train it under 'both' (rltune train --config with starvation_reference = "
-                         "'both')")
+    assert "starvation_reference = 'priority' (trained under 'both')" in note and "react" not in note
+    assert note.endswith(" or train it under 'priority' (rltune train --config with starvation_reference = "
+                         "'priority')")
     assert not d.choice.fallback and d.choice.model == str(model)  # the daemon still runs the model
 
-    same = config(tmp_path, model=str(model), planner__starvation_reference="priority",
+    same = config(tmp_path, model=str(model), planner__starvation_reference="both",
                   planner__starvation_stretch=4)
     assert trained_under(d.choice.identity, same.loop_settings()) == (
         "this daemon runs starvation_stretch = 4.0 (trained under 2.0): the model learned its order under "
         "its training settings; compare it with its base policy under yours (rltune evaluate --config takes "
         "the daemon's interval and starvation_* keys; docs/operations.md, 'Model or base policy?')")
-    agree = config(tmp_path, model=str(model), planner__starvation_reference="priority")
+    agree = config(tmp_path, model=str(model), planner__starvation_reference="both")
     assert trained_under(d.choice.identity, agree.loop_settings()) == ""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert check_config(config(tmp_path, model=str(model)), None) == 0
     printed = out.getvalue()
-    assert "\nnote: this daemon runs starvation_reference = 'both' (trained under 'priority')" in printed
+    assert "\nnote: this daemon runs starvation_reference = 'priority' (trained under 'both')" in printed
 
 
 # ---- the undo record and suspect reads ----------------------------------------------------------------
