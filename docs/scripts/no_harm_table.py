@@ -1,7 +1,10 @@
 """One Markdown table of who pays: every daemon policy against multifactor on each evaluated workload,
 with the no-harm criterion's figures beside the means (docs/results.md, "No job pays for the others").
 
-    python docs/scripts/no_harm_table.py docs/results/no-harm/{testbed,philly,helios,alibaba,lublin}-easy
+    python docs/scripts/no_harm_table.py docs/results/no-harm/{testbed,lublin}-easy models/*
+
+A model directory stands for the held-out record in its manifest (``rltune heldout``): multifactor, its
+base policy applied by the daemon (``daemon:<base>``) and the model, on its own trace's windows.
 
 Each row: mean BSLD and wait with the paired difference to multifactor (± one standard error over the
 windows, and its verdict at 2), p99 wait, GPU utilisation over the makespan and over the arrivals, the
@@ -20,10 +23,34 @@ from rltune_daemon.evaluate.paired import SAME_WINDOWS
 from rltune_daemon.evaluate.verdict import LEAVE, harm_of, judge
 
 
+def from_manifest(model: Path) -> dict[str, Any]:
+    """A model's held-out record in the shape of ``rltune evaluate``'s results."""
+    manifest = json.loads((model / "manifest.json").read_text())
+    rec = manifest["heldout"]
+    names = {"multifactor": "multifactor", "daemon_base": f"daemon:{manifest['base_policy']}",
+             "model": f"rltune:models/{model.name}"}
+    policies = {}
+    for key, name in names.items():
+        if key in rec:
+            per = rec["per_window"][key]
+            policies[name] = {**rec[key], "per_window": [{"bsld": b, "wait_mean": w} for b, w in
+                                                          zip(per["bsld"], per["wait_mean"], strict=True)]}
+    return {"config": {"trace": manifest["trace"], "bf_reservations": rec.get("bf_reservations", 1),
+                       "resource": rec.get("resource", "gpu"), "seed": rec.get("seed", 0),
+                       "windows": rec["windows"], "window_size": rec["window_size"], "model": True},
+            "policies": policies}
+
+
 def merged(runs: list[Path]) -> dict[str, dict[str, Any]]:
     """Results per (workload, backfill), runs of the same windows merged."""
     out: dict[str, dict[str, Any]] = {}
     for run in runs:
+        if (run / "manifest.json").is_file():
+            data = from_manifest(run)
+            cfg = data["config"]
+            key = f"{cfg['trace']}, {'EASY' if cfg['bf_reservations'] == 1 else 'Slurm-like reservations'}"
+            out[f"{key} ({run.name}'s record)"] = data
+            continue
         data = json.loads((run / "results.json").read_text())
         cfg = data["config"]
         bf = int(cfg.get("bf_reservations", 1))
