@@ -45,6 +45,10 @@ def _queue(c: SlurmTestCluster, user: str | None = None) -> dict[str, str]:
 
 def _cfg(tmp_path: Path, c: SlurmTestCluster, **kw: Any) -> DaemonConfig:
     kw.setdefault("base_policy", "sjf")
+    # every job reordered across sizes, none kept next in line: the sjf order then differs from Slurm's
+    # in the first places, which is what these tests watch Slurm take up (or not)
+    kw.setdefault("planner__reorder", "queue")
+    kw.setdefault("planner__next_in_line", 0)
     return config(tmp_path, slurm__conf=c.conf, slurm__max_calls_per_cycle=40, **kw)
 
 
