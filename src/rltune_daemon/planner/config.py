@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from rltune_daemon.domain.effects import EffectsConfig
 
@@ -36,20 +36,23 @@ GUARD_REFERENCES: tuple[GuardReference, ...] = ("priority", "submit", "both")
 STARVATION_REFERENCE_DEFAULT: GuardReference = "priority"
 
 
+_Choice = TypeVar("_Choice", bound=str)
+
+
+def _one_of(name: str, choices: tuple[_Choice, ...], what: str) -> _Choice:
+    """``name`` as one of ``choices`` (callers validate user input first; this narrows the type)."""
+    for choice in choices:
+        if choice == name:
+            return choice
+    raise ValueError(f"{what} {name!r}: expected one of {', '.join(choices)}")
+
+
 def guard_reference(name: str) -> GuardReference:
-    """``name`` as a GuardReference (callers validate user input first; this narrows the type)."""
-    for ref in GUARD_REFERENCES:
-        if ref == name:
-            return ref
-    raise ValueError(f"starvation reference {name!r}: expected one of {', '.join(GUARD_REFERENCES)}")
+    return _one_of(name, GUARD_REFERENCES, "starvation reference")
 
 
 def reorder_scope(name: str) -> Reorder:
-    """``name`` as a Reorder (callers validate user input first; this narrows the type)."""
-    for scope in REORDERS:
-        if scope == name:
-            return scope
-    raise ValueError(f"reorder {name!r}: expected one of {', '.join(REORDERS)}")
+    return _one_of(name, REORDERS, "reorder")
 
 
 @dataclass(frozen=True)
