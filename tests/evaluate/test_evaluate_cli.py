@@ -127,6 +127,15 @@ def test_train_recent_windows_are_disjoint_and_end_where_the_training_part_ends(
     _cli_split_is_those_windows(tmp_path / "recent", "2000", "train-recent", two, "disjoint windows")
 
 
+def test_recent_windows_end_where_the_trace_ends_with_everything_before_as_history() -> None:
+    w = load_workload("testbed", estimates="user", seed=0, jobs="1000")
+    history, recent = heldout_windows(w, 2, 100, 0, part="recent")
+    assert history.jobs == w.jobs[:-200]
+    assert [win.jobs for win in recent] == [w.jobs[-200:-100], w.jobs[-100:]]
+    with pytest.raises(UserError, match="fewer or smaller windows"):
+        heldout_windows(w, 10, 100, 0, part="recent")
+
+
 def test_evaluate_parallel_equals_serial(tmp_path: Path) -> None:
     from rltune_daemon.evaluate import EvalConfig, evaluate
 

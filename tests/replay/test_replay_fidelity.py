@@ -12,8 +12,8 @@ from rltune_daemon.domain.jobs import Job
 from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.errors import UserError
 from rltune_daemon.policies.multifactor import Multifactor
+from rltune_daemon.policies.slurm_priority import cluster_weights, slurm_duration
 from rltune_daemon.replay import fidelity as fid
-from rltune_daemon.replay.priority import cluster_weights, slurm_duration
 from rltune_daemon.traces import testbed
 
 
@@ -85,8 +85,10 @@ def test_cluster_weights_from_scontrol_show_config() -> None:
     assert no_dbd.age == 0.0  # Slurm ignores the age factor without accounting
     with pytest.raises(UserError, match="priority/multifactor"):
         cluster_weights(CONFIG.replace("priority/multifactor", "priority/basic"), 60.0)
-    with pytest.raises(UserError, match="FavorSmall"):
-        cluster_weights(CONFIG.replace("FavorSmall      = No", "FavorSmall      = Yes"), 60.0)
+    small, _ = cluster_weights(CONFIG.replace("FavorSmall      = No", "FavorSmall      = Yes"), 60.0)
+    assert small.size_mode == "slurm-small"
+    _, qos = cluster_weights(CONFIG.replace("WeightQOS       = 0", "WeightQOS       = 500"), 60.0)
+    assert qos and "QOS" in qos[0]
     _, tres = cluster_weights(CONFIG.replace("(null)", "GRES/gpu=1000"), 60.0)
     assert tres and "TRES" in tres[0]
 
@@ -108,3 +110,9 @@ def test_slurm_job_size_factor_favours_nodes_and_cpus_like_slurm() -> None:
     # Slurm: 1000 * (nodes / 5 + cpus / 36) / 2 + 1000 (partition); one CPU per node requested
     assert prio.tolist() == [math.floor(1000 * (1 / 5 + 1 / 36) / 2 + 1000)] * 2 + [
         math.floor(1000 * (2 / 5 + 2 / 36) / 2 + 1000)]
+    # PriorityFavorSmall=YES: Slurm's (nodes left / nodes + CPUs left / CPUs) / 2, one minus the above
+    small, _ = cluster_weights(CONFIG.replace("slurmdbd", "none").replace("FavorSmall      = No",
+                                                                          "FavorSmall      = Yes"), 60.0)
+    prio = Multifactor(small).priority(view)
+    assert prio.tolist() == [math.floor(1000 * (4 / 5 + 35 / 36) / 2 + 1000)] * 2 + [
+        math.floor(1000 * (3 / 5 + 34 / 36) / 2 + 1000)]

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from test_replay_fidelity import CONFIG
 
+from rltune_daemon.policies.slurm_priority import cluster_weights
 from rltune_daemon.replay.arms import parse_arms
 from rltune_daemon.replay.collect import JobTimes
-from rltune_daemon.replay.priority import cluster_weights
 from rltune_daemon.replay.report import build_results, write_results
 from rltune_daemon.replay.run import ArmRun, ReplayConfig, SeedResult, submission_plan
 from rltune_daemon.replay.simulate import simulate

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from rltune_daemon.policies.slurm_priority import cluster_weights
 from rltune_daemon.replay.cluster import start_local
-from rltune_daemon.replay.priority import cluster_weights
 from rltune_daemon.replay.run import ReplayConfig, run_replay
 from rltune_daemon.slurm.localcluster import slurm_installed
 

@@ -9,7 +9,7 @@ import argparse
 import time
 from typing import Any
 
-from rltune_daemon.cli import bench_cycle, bench_decide, bench_soak
+from rltune_daemon.cli import bench_cycle, bench_decide, bench_site, bench_soak
 from rltune_daemon.cli.common import add_bf_reservations, add_load_args, load_from_args, machine, print_json
 from rltune_daemon.evaluate.runner import EvalConfig, make_controller
 from rltune_daemon.sim import Simulator
@@ -30,6 +30,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     bench_decide.register(bsub)
     bench_soak.register(bsub)
     bench_cycle.register(bsub)
+    bench_site.register(bsub)
 
 
 def bench_sim(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -73,6 +74,20 @@ def order_text(cfg: DaemonConfig, leave_order: bool) -> str:
             f"max({p.starvation_seconds / 3600:g} h, {p.starvation_stretch:g} x its time limit)")
 
 
+def recommendation(path: str) -> str:
+    """Where the configuration's choice came from: the ``rltune site`` run's date, history, self-check
+    and verdict, as its results.json says; or why that file cannot say."""
+    try:
+        res = json.loads(Path(path).read_text())
+        fid, hist, verdict = res["fidelity"], res["history"], res["verdict"]
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(Path(path).stat().st_mtime))
+        return (f"{path} ({when}): {hist['jobs']} jobs over {hist['days']:.1f} days of {res['source']}, "
+                f"self-check wait error {fid['wait_rel_error']:+.1%}, Spearman {fid['start_spearman']:.3f}; "
+                f"{verdict['line']}")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return f"{path} (unreadable: {exc}; run `rltune site` again)"
+
+
 def check_config(cfg: DaemonConfig, path: Path | None, probe: bool = False) -> int:
     """Print the effective configuration and what it resolves to (policy, placer, state file); with
     ``probe``, run the read side of a cycle against the configured Slurm (``service.probe``)."""
@@ -90,6 +105,8 @@ def check_config(cfg: DaemonConfig, path: Path | None, probe: bool = False) -> i
         if note := trained_under(choice.identity, cfg.loop_settings()):
             print(f"note: {note}")
     print(f"order: {order_text(cfg, choice.leave_order)}")
+    if cfg.recommended_by:
+        print(f"recommended by: {recommendation(cfg.recommended_by)}")
     if choice.policy.learns_history:
         print(f"history: {choice.label} learns finished runs from sacct (last "
               f"{cfg.slurm.history_days:g} days, needs slurmdbd; --dry-run shows what it got)")

@@ -24,12 +24,13 @@ from rltune_daemon.evaluate.verdict import verdict
 from rltune_daemon.evaluate.windows import PARTS
 from rltune_daemon.planner.config import GUARD_REFERENCES, STARVATION_STRETCH_MAX
 from rltune_daemon.policies import BASELINES
+from rltune_daemon.policies.slurm_priority import site_multifactor
 from rltune_daemon.sim.config import checked_reservations
 
 # EvalConfig fields the command line sets, and their flags; ``--config`` holds the others.
 FLAGS = {"trace": "--trace", "policies": "--policies", "windows": "--windows", "window_size": "--window-size",
          "seed": "--seed", "estimates": "--estimates", "cluster": "--cluster", "split": "--split",
-         "bf_reservations": "--bf-reservations"}
+         "bf_reservations": "--bf-reservations", "slurm_config": "--slurm-config"}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -55,8 +56,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "training part, the training part's own tail (temporal validation), the training "
                         "part's last windows x window-size jobs as disjoint windows (train-recent): those "
                         "three choose settings and models without touching the held-out windows; all: the "
-                        "whole trace, for one too short to hold a tail out (nothing is held out)")
+                        "whole trace, for one too short to hold a tail out (nothing is held out); recent: "
+                        "the trace's last windows x window-size jobs end to end, the rest as history")
     add_bf_reservations(p)
+    p.add_argument("--slurm-config", default="", metavar="FILE",
+                   help="a saved `scontrol show config` of the cluster: multifactor, and the simulated Slurm "
+                        "under every daemon: policy, rank jobs by its own weights, PriorityMaxAge and "
+                        "PriorityFavorSmall instead of the default formula (rltune site does this for you)")
     p.add_argument("--out", type=Path, default=None, help="directory for results.json/.md and plots")
     p.add_argument("--config", type=Path, default=None, metavar="FILE",
                    help="a TOML file of how the run goes, by the names results.json records under config: "
@@ -104,10 +110,12 @@ def eval_config(args: argparse.Namespace) -> EvalConfig:
     if args.windows < 1 or args.window_size < 1:
         raise UserError("--windows and --window-size must be at least 1")
     checked_reservations(args.bf_reservations)
+    if args.slurm_config:
+        site_multifactor(args.slurm_config)  # a bad file is one line here, not a failure in a worker
     settings = read_settings(args.config, config_hints(), FLAGS) if args.config is not None else {}
     cfg = EvalConfig(trace=args.trace, policies=policies, windows=args.windows, window_size=args.window_size,
                      seed=args.seed, estimates=args.estimates, cluster=args.cluster, split=args.split,
-                     bf_reservations=args.bf_reservations,
+                     bf_reservations=args.bf_reservations, slurm_config=args.slurm_config,
                      **{**settings, "starvation_seconds": _starvation_seconds(settings)})
     if cfg.mode not in ("daemon", "event"):
         raise UserError(f"mode {cfg.mode!r}: expected 'daemon' or 'event'")
@@ -123,6 +131,8 @@ def eval_config(args: argparse.Namespace) -> EvalConfig:
     if cfg.starvation_reference not in GUARD_REFERENCES:
         raise UserError(f"starvation_reference {cfg.starvation_reference!r}: expected one of "
                         f"{', '.join(GUARD_REFERENCES)}")
+    if cfg.passes not in ("events", "slurm") or (cfg.passes == "slurm" and not cfg.slurm_config):
+        raise UserError(f"passes {cfg.passes!r}: expected 'events' or 'slurm' (which needs --slurm-config)")
     if cfg.jobs < 0:
         raise UserError(f"jobs {cfg.jobs}: must be 0 (all cores) or a positive count")
     return cfg

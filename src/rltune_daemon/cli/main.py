@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "rltune_daemon.cli.train_cmd",
     "rltune_daemon.cli.heldout_cmd",
     "rltune_daemon.cli.replay_cmd",
+    "rltune_daemon.cli.site_cmd",
 )
 
 

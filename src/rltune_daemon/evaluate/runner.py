@@ -43,8 +43,9 @@ from rltune_daemon.planner.config import (
 from rltune_daemon.policies import make_policy
 from rltune_daemon.policies.base import Policy
 from rltune_daemon.policies.learned import load_learned, model_identity
-from rltune_daemon.policies.multifactor import leaves_slurm_order
+from rltune_daemon.policies.multifactor import Multifactor, leaves_slurm_order
 from rltune_daemon.policies.registry import DAEMON_DEFAULT
+from rltune_daemon.policies.slurm_priority import backfill_interval, read_config_file, site_multifactor
 from rltune_daemon.service.simdaemon import planner_controller
 from rltune_daemon.sim.config import SimConfig
 from rltune_daemon.sim.controller import Controller, PolicyController
@@ -56,6 +57,7 @@ from rltune_daemon.traces.stats import estimates_note
 EVAL_DEFAULT_OPTS: dict[str, dict[str, str]] = {"testbed": {"jobs": "20480"}}
 
 SLURM_TASKS_DEFAULT = 32
+REFERENCE = "multifactor"  # what Slurm does without the daemon: the yardstick for "did it hurt a job"
 DEFAULT = "default"  # the policy spec of the daemon with no configuration
 # the EvalConfig fields that are daemon settings (``default`` runs the daemon's own values of these)
 DAEMON_SETTINGS = ("interval", "react", "starvation_seconds", "starvation_slots", "starvation_stretch",
@@ -89,12 +91,20 @@ class EvalConfig:
     bf_reservations: int = 1  # blocked jobs per partition the simulator's backfill reserves for (1: EASY)
     reorder: str = REORDER_DEFAULT  # daemon mode: what the policy may reorder (planner.config.Reorder)
     next_in_line: int = NEXT_IN_LINE_DEFAULT  # daemon mode, size-class: blocked jobs per partition kept
+    slurm_config: str = ""  # a saved `scontrol show config`: multifactor (and the simulated Slurm under
+    # every daemon-mode policy) ranks jobs by that cluster's own weights, not the default formula
+    passes: str = "events"  # "events": a scheduling pass at every event; "slurm": as slurm_config's Slurm
+    # (its main scheduler at events, backfill every bf_interval, a reservation for every job it tests)
 
     def trace_opts(self) -> dict[str, str]:
         return {**EVAL_DEFAULT_OPTS.get(self.trace, {}), **self.opts}
 
     def sim_config(self) -> SimConfig:
         effects = EffectsConfig.pure() if self.pure else EffectsConfig()
+        if self.passes == "slurm" and self.slurm_config:
+            period = backfill_interval(read_config_file(self.slurm_config))
+            return SimConfig(effects=effects, bf_reservations=self.bf_reservations, pass_period=period,
+                             main_at_events=True)
         return SimConfig(effects=effects, bf_reservations=self.bf_reservations)
 
 
@@ -115,21 +125,22 @@ def make_controller(spec: str, train: Workload, cfg: EvalConfig) -> Controller:
         daemon_cfg = replace(cfg, **{k: getattr(defaults, k) for k in DAEMON_SETTINGS})
         return make_controller(f"daemon:{DAEMON_DEFAULT}", train, daemon_cfg)
     kind, _, name = spec.partition(":") if spec.startswith(("rltune:", "daemon:")) else ("", "", spec)
+    base = site_multifactor(cfg.slurm_config)
     if kind == "rltune":
         learned = load_learned(name)
         if learned.learns_history:  # a model with the hist_time input: the same history as QSSF
             learned.fit_history(JobTable.from_jobs(train.jobs, train.cluster))
-        return _planned(learned, cfg, cfg.mode, bool(learned.manifest.get("placement", True)))
-    policy = make_policy(name)
+        return _planned(learned, cfg, cfg.mode, bool(learned.manifest.get("placement", True)), base=base)
+    policy = base if name == REFERENCE and base is not None else make_policy(name)
     if policy.learns_history:
         policy.fit_history(JobTable.from_jobs(train.jobs, train.cluster))
     if kind != "daemon":
         return PolicyController(policy)
-    return _planned(policy, cfg, "daemon", True, leave_order=leaves_slurm_order(policy.name))
+    return _planned(policy, cfg, "daemon", True, leave_order=leaves_slurm_order(policy.name), base=base)
 
 
-def _planned(policy: Policy, cfg: EvalConfig, mode: str, placement: bool, leave_order: bool = False
-             ) -> Controller:
+def _planned(policy: Policy, cfg: EvalConfig, mode: str, placement: bool, leave_order: bool = False,
+             base: Multifactor | None = None) -> Controller:
     placement = cfg.milp and placement
     planner = PlannerConfig(placement=placement, effects=cfg.sim_config().effects,
                             starvation_seconds=cfg.starvation_seconds,
@@ -138,7 +149,7 @@ def _planned(policy: Policy, cfg: EvalConfig, mode: str, placement: bool, leave_
                             starvation_reference=guard_reference(cfg.starvation_reference),
                             reorder=reorder_scope(cfg.reorder), next_in_line=cfg.next_in_line)
     return planner_controller(policy, mode, placement=placement, config=planner, interval=cfg.interval,
-                              react=cfg.react, leave_order=leave_order)
+                              react=cfg.react, leave_order=leave_order, base=base)
 
 
 _STATE: dict[str, Any] = {}
@@ -207,7 +218,6 @@ def evaluate(cfg: EvalConfig, progress: bool = True, engine: Engine | None = Non
     return aggregate(cfg, out, time.perf_counter() - t0, workers, models, where, _STATE["workload"])
 
 
-REFERENCE = "multifactor"  # what Slurm does without the daemon: the yardstick for "did it hurt a job"
 HURT_SECONDS = 600.0
 
 

@@ -74,15 +74,21 @@ def _pick(results: Mapping[str, Any], prefix: str, against: str) -> tuple[str, s
 def verdict(results: Mapping[str, Any]) -> str:
     """One line: which option to run on the evaluated workload and why, or "" when the evaluation
     cannot say (fewer than 2 windows; no multifactor, or nothing to compare with it)."""
+    return decide(results)[1]
+
+
+def decide(results: Mapping[str, Any]) -> tuple[str, str]:
+    """The policy to run (``multifactor``, ``default``, ``daemon:<heuristic>`` or ``rltune:<dir>``; ""
+    when the evaluation cannot say) and ``verdict``'s line."""
     pols = results["policies"]
     if not any((p.startswith(("daemon:", "rltune:")) or p == DEFAULT) and p != f"daemon:{LEAVE}"
                for p in pols):
-        return ""
+        return "", ""
     if LEAVE not in pols:
-        return ("verdict: add multifactor to --policies to judge the daemon against what Slurm does "
-                "without it")
+        return "", ("verdict: add multifactor to --policies to judge the daemon against what Slurm does "
+                    "without it")
     if len(pols[LEAVE]["per_window"]) < 2:
-        return "verdict: needs at least 2 windows (--windows) to tell a gain from noise"
+        return "", "verdict: needs at least 2 windows (--windows) to tell a gain from noise"
     choice, why = LEAVE, []
     for prefix in ("daemon:", "rltune:"):  # the simpler option first: a model must beat it
         policy, v, text, harmless = _pick(results, prefix, choice)
@@ -99,4 +105,4 @@ def verdict(results: Mapping[str, Any]) -> str:
     else:
         what = f"the daemon with the model (model = {choice.removeprefix('rltune:')})"
     n = len(pols[LEAVE]["per_window"])
-    return f"verdict: {what}; {'; '.join(why)}; 2 standard errors over {n} windows"
+    return choice, f"verdict: {what}; {'; '.join(why)}; 2 standard errors over {n} windows"

@@ -9,7 +9,9 @@ of 1,024 jobs in Philly's 7,402-job tail share most of their jobs), so their pai
 understates the noise; ``train-recent`` lays the windows end to end over the last ``windows x size``
 jobs of the training part instead: no job in two windows, the latest regime before the held-out tail.
 ``all`` draws the windows from the whole trace, for a trace too short to hold a tail out (a site's own
-few-week export): nothing is held out, so its numbers describe that trace, not unseen jobs."""
+few-week export): nothing is held out, so its numbers describe that trace, not unseen jobs. ``recent``
+lays the windows end to end over the last ``windows x size`` jobs of the whole trace, with everything
+before them as the history: ``rltune site`` judges a site's latest weeks by what its older weeks teach."""
 
 from __future__ import annotations
 
@@ -31,7 +33,19 @@ def window_starts(n_jobs: int, windows: int, size: int, seed: int, part: str = "
     return [int(s) for s in rng.integers(0, n_jobs - size + 1, windows)]
 
 
-PARTS = ("held-out", "train", "train-tail", "train-recent", "all")
+PARTS = ("held-out", "train", "train-tail", "train-recent", "all", "recent")
+
+
+def end_to_end(workload: Workload, windows: int, size: int, label: str) -> tuple[Workload, list[Workload]]:
+    """The jobs before the last ``windows x size`` of ``workload``, and those as disjoint windows."""
+    n, need = len(workload.jobs), windows * size
+    if need >= n:
+        raise UserError(f"the {label} has {n} jobs, not more than --windows {windows} x --window-size "
+                        f"{size} = {need}: use fewer or smaller windows")
+    cut = n - need
+    wins = [workload.with_jobs(workload.jobs[s : s + size], window=k, window_start=s)
+            for k, s in enumerate(range(cut, n, size))]
+    return workload.with_jobs(workload.jobs[:cut]), wins
 
 
 def heldout_windows(
@@ -44,6 +58,8 @@ def heldout_windows(
     the history is the whole trace, windows included, as ``train``'s is the part its windows come from."""
     if part not in PARTS:
         raise ValueError(f"part must be one of {PARTS}, got {part!r}")
+    if part == "recent":
+        return end_to_end(workload, windows, size, "trace")
     if part == "all":
         starts = window_starts(len(workload.jobs), windows, size, seed, "whole trace")
         wins = [workload.with_jobs(workload.jobs[s : s + size], window=k, window_start=s)
@@ -59,14 +75,7 @@ def heldout_windows(
             "jobs=N)"
         )
     if part == "train-recent":
-        n, need = len(train.jobs), windows * size
-        if need >= n:
-            raise UserError(f"the training part has {n} jobs, not more than --windows {windows} x "
-                            f"--window-size {size} = {need}: use fewer or smaller windows")
-        cut = n - need
-        wins = [train.with_jobs(train.jobs[s : s + size], window=k, window_start=s)
-                for k, s in enumerate(range(cut, n, size))]
-        return train.with_jobs(train.jobs[:cut]), wins
+        return end_to_end(train, windows, size, "training part")
     if part == "train":
         test = train
     elif part == "train-tail":

@@ -6,8 +6,9 @@ and every weight 1000 by default (the paper's "equal contribution"). ``age`` = m
 ``1 - min(rt / max_time, 1)``; ``size_mode="gpus"`` gives a favour-large factor by GPUs instead, and
 ``size_mode="slurm"`` Slurm 22.05's own default (``PriorityFavorSmall=NO``, no ``SMALL_RELATIVE_TO_TIME``):
 ``(nodes / cluster nodes + CPUs / cluster CPUs) / 2``, with a job's CPUs one per requested node when the
-job names none (``sbatch -N k`` and no ``-n``/``-c``). ``rltune replay`` builds these weights from a
-cluster's ``scontrol show config``, so the simulator ranks jobs by the formula that cluster uses.
+job names none (``sbatch -N k`` and no ``-n``/``-c``); ``size_mode="slurm-small"`` is one minus that, its
+``PriorityFavorSmall=YES``. ``rltune replay`` and ``rltune site`` build these weights from a cluster's
+``scontrol show config``, so the simulator ranks jobs by the formula that cluster uses.
 On a live cluster Slurm computes this itself: with no fair-share source the policy uses the priority
 the source reports (squeue %Q) when it has one.
 """
@@ -33,7 +34,7 @@ class MultifactorWeights:
     qos: float = 1000.0
     max_age: float = 7 * 86400.0
     max_time: float = 7 * 86400.0
-    size_mode: Literal["runtime", "gpus", "slurm"] = "runtime"
+    size_mode: Literal["runtime", "gpus", "slurm", "slurm-small"] = "runtime"
 
 
 class Multifactor(Policy):
@@ -51,6 +52,8 @@ class Multifactor(Policy):
             size = 1.0 - np.minimum(view.requested / w.max_time, 1.0)
         elif w.size_mode == "slurm":
             size = _slurm_job_size(view)
+        elif w.size_mode == "slurm-small":
+            size = 1.0 - _slurm_job_size(view)
         else:
             total = float(view.cluster.gpus_total.sum()) if view.cluster is not None else 0.0
             size = np.minimum(view.size / total, 1.0) if total > 0 else np.zeros(len(idx))

@@ -26,11 +26,11 @@ from rltune_daemon.domain.cluster import ClusterSpec
 from rltune_daemon.errors import UserError
 from rltune_daemon.evaluate.runner import EvalConfig
 from rltune_daemon.policies.multifactor import MultifactorWeights
+from rltune_daemon.policies.slurm_priority import backfill_interval, cluster_weights
 from rltune_daemon.replay import cluster as clusters
 from rltune_daemon.replay.arms import Arm, parse_arms
 from rltune_daemon.replay.collect import Collector, JobTimes, ctld_hints
 from rltune_daemon.replay.daemon_arm import trace_cycle
-from rltune_daemon.replay.priority import backfill_interval, cluster_weights
 from rltune_daemon.replay.report import build_results, write_results
 from rltune_daemon.replay.scaling import JobRequest, checked_speedup, job_request
 from rltune_daemon.replay.simulate import simulate

@@ -201,6 +201,8 @@ class DaemonConfig(BaseSettings):
         False, description="run the model even when its own manifest shows it behind multifactor or its "
                            "base policy on held-out windows (default: fall back to base_policy, say so)")
     state_file: str = Field("", description="JSON record of every change (default under StateDirectory)")
+    recommended_by: str = Field("", description="the `rltune site` results.json this configuration came "
+                                "from (--check-config shows its verdict); informational only")
     planner: PlannerSection = PlannerSection()
     exempt: ExemptSection = ExemptSection()
     scope: ScopeSection = ScopeSection()

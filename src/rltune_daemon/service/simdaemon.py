@@ -100,17 +100,19 @@ class DaemonModeController(Controller):
 
 def planner_controller(policy: Policy, mode: str, placement: bool = True, placer: Placer | None = None,
                        config: PlannerConfig | None = None, interval: float = 60.0,
-                       react: float = 0.0, leave_order: bool = False) -> Controller:
+                       react: float = 0.0, leave_order: bool = False, base: Multifactor | None = None
+                       ) -> Controller:
     """A controller running ``policy`` in ``daemon`` mode (the daemon's cycle every ``interval`` seconds,
     and within ``react`` seconds of a queue change when ``react`` > 0) or ``event`` mode; ``placement``
     False keeps Slurm's own placement (no hints), as in training and in the paper's naive ablation.
-    ``leave_order``: daemon mode writes no SiteFactor, as the daemon with no model and ``multifactor``."""
+    ``leave_order``: daemon mode writes no SiteFactor, as the daemon with no model and ``multifactor``.
+    ``base``: the simulated Slurm's own priority in daemon mode (default: the default formula)."""
     cfg = config or PlannerConfig(placement=placement)
     if not placement:
         cfg = PlannerConfig(**{**cfg.__dict__, "placement": False})
     if mode == "daemon":
         return DaemonModeController(policy, cfg, placer or (default_placer() if placement else greedy_placer),
-                                    interval=interval, react=react, leave_order=leave_order)
+                                    interval=interval, react=react, leave_order=leave_order, base=base)
     if mode == "event":
         if not placement:
             return PolicyController(policy)

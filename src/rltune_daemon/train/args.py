@@ -24,6 +24,9 @@ from rltune_daemon.planner.config import (
     loop_settings,
     reorder_scope,
 )
+from rltune_daemon.policies import make_policy
+from rltune_daemon.policies.base import Policy
+from rltune_daemon.policies.slurm_priority import site_multifactor
 from rltune_daemon.sim.config import SimConfig, checked_reservations
 
 ALGOS = ("ppo", "cem")
@@ -46,6 +49,7 @@ class TrainArgs:
     estimates: str | None = "user"
     opts: dict[str, str] = field(default_factory=dict)
     cluster: str | None = None  # a cluster file for a sacct/CSV trace (evaluate's --cluster)
+    slurm_config: str = ""  # a saved `scontrol show config`: the simulated Slurm's priority (evaluate's)
     episode_jobs: int = 256
     episodes_per_iter: int = 16
     workers: int = 0  # 0 = all cores
@@ -108,6 +112,12 @@ def check_args(args: TrainArgs) -> None:
     if args.starvation_reference not in GUARD_REFERENCES:
         raise UserError(f"starvation_reference {args.starvation_reference!r}: expected one of "
                         f"{', '.join(GUARD_REFERENCES)}")
+
+
+def base_policy(args: TrainArgs) -> Policy:
+    """The base policy of a training: ``multifactor`` with ``slurm_config`` is that cluster's own."""
+    site = site_multifactor(args.slurm_config) if args.base == "multifactor" else None
+    return site or make_policy(args.base)
 
 
 def sim_config(args: TrainArgs) -> SimConfig:

@@ -65,7 +65,8 @@ def export_model(actor: Actor, args: TrainArgs, minutes: float, rows: list[dict[
         spec = HeldoutSpec(trace=args.trace, base=args.base, opts=args.opts, cluster=args.cluster,
                            windows=args.heldout_windows,
                            window_size=args.heldout_window_size, seed=args.seed, estimates=args.estimates,
-                           mode=args.mode, bf_reservations=args.bf_reservations, jobs=args.workers)
+                           mode=args.mode, bf_reservations=args.bf_reservations, jobs=args.workers,
+                           slurm_config=args.slurm_config)
         manifest["heldout"] = measure_heldout(out, spec, progress=args.progress)
         write_manifest(out, manifest)
     return manifest

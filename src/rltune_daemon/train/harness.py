@@ -35,11 +35,11 @@ from rltune_daemon import features
 from rltune_daemon.errors import UserError
 from rltune_daemon.features.naive import NAIVE_DIM
 from rltune_daemon.planner.config import INTERVAL_DEFAULT
-from rltune_daemon.policies import make_policy
+from rltune_daemon.policies.slurm_priority import site_multifactor
 from rltune_daemon.service.simdaemon import planner_controller
 from rltune_daemon.sim import Simulator, simulate
 from rltune_daemon.traces import load_workload, split_by_time
-from rltune_daemon.train.args import TrainArgs, check_args, rollout_planner, sim_config
+from rltune_daemon.train.args import TrainArgs, base_policy, check_args, rollout_planner, sim_config
 from rltune_daemon.train.episodes import Episodes
 from rltune_daemon.train.export import export_model, plot_curve
 from rltune_daemon.train.imitation import ImitationRecorder, fit_imitation
@@ -81,7 +81,8 @@ def rollout_controller(policy: Policy, args: TrainArgs) -> Controller:
     """How every rollout and warm-start episode runs ``policy`` (``args.mode``, ``args.react``); the
     manifest records its settings (``args.rollout_settings``)."""
     return planner_controller(policy, args.mode, placement=False, config=rollout_planner(args),
-                              interval=INTERVAL_DEFAULT, react=args.react)
+                              interval=INTERVAL_DEFAULT, react=args.react,
+                              base=site_multifactor(args.slurm_config))
 
 
 def base_metrics(start: int) -> dict[str, Any]:
@@ -92,7 +93,7 @@ def base_metrics(start: int) -> dict[str, Any]:
         args: TrainArgs = _W["args"]
         eps: Episodes = _W["episodes"]
         window = eps.workload(start)
-        cache[start] = scored(simulate(window, eps.prime(make_policy(args.base), start), sim_config(args)),
+        cache[start] = scored(simulate(window, eps.prime(base_policy(args), start), sim_config(args)),
                               window)
     return cache[start]
 
@@ -346,7 +347,7 @@ def warm_start(actor: Actor, args: TrainArgs, episodes: Episodes,
     samples = []
     for start in starts:
         history = episodes.history(int(start)) if args.features == "sampled" else None
-        rec = ImitationRecorder(episodes.prime(make_policy(args.base), int(start)), args.features,
+        rec = ImitationRecorder(episodes.prime(base_policy(args), int(start)), args.features,
                                 args.top_m, history)
         ctl = rollout_controller(rec, args)
         Simulator(episodes.workload(int(start)), ctl, sim_config(args)).run()

@@ -39,6 +39,7 @@ class HeldoutSpec:
     mode: str = "daemon"
     bf_reservations: int = 1
     jobs: int = 0
+    slurm_config: str = ""  # the simulated Slurm's priority (EvalConfig.slurm_config)
 
 
 def measure_heldout(model_dir: Path, spec: HeldoutSpec, progress: bool = False) -> dict[str, Any]:
@@ -46,18 +47,27 @@ def measure_heldout(model_dir: Path, spec: HeldoutSpec, progress: bool = False) 
     from rltune_daemon.evaluate.runner import EvalConfig, evaluate
 
     policy = f"rltune:{model_dir}"
-    # the base ranked at every event (the trainer's reward reference), and what the daemon runs instead
-    # of the model: Slurm's own order, or the base policy applied by the daemon
-    refs = {"base": spec.base, MULTIFACTOR: MULTIFACTOR}
-    if spec.base != MULTIFACTOR:
-        refs["daemon_base"] = f"daemon:{spec.base}"
+    refs = references(spec.base)
     policies = tuple(dict.fromkeys((*refs.values(), policy)))
     cfg = EvalConfig(trace=spec.trace, policies=policies, windows=spec.windows,
                      window_size=spec.window_size, seed=spec.seed, estimates=spec.estimates, mode=spec.mode,
                      opts=spec.opts, cluster=spec.cluster, jobs=spec.jobs,
-                     bf_reservations=spec.bf_reservations)
-    res = evaluate(cfg, progress=progress)
-    named = {"model": policy, **refs}
+                     bf_reservations=spec.bf_reservations, slurm_config=spec.slurm_config)
+    return record_of(evaluate(cfg, progress=progress), spec, policy)
+
+
+def references(base: str) -> dict[str, str]:
+    """The base ranked at every event (the trainer's reward reference), and what the daemon runs instead
+    of the model: Slurm's own order, or the base policy applied by the daemon."""
+    refs = {"base": base, MULTIFACTOR: MULTIFACTOR}
+    if base != MULTIFACTOR:
+        refs["daemon_base"] = f"daemon:{base}"
+    return refs
+
+
+def record_of(res: dict[str, Any], spec: HeldoutSpec, policy: str) -> dict[str, Any]:
+    """The ``heldout`` record of ``policy`` from an evaluation ``res`` that ran it and ``references``."""
+    named = {"model": policy, **references(spec.base)}
     return {"windows": spec.windows, "window_size": spec.window_size, "seed": spec.seed,
             "bf_reservations": spec.bf_reservations, "resource": res["config"].get("resource", "gpu"),
             **{name: {k: res["policies"][p][k] for k in HELDOUT_KEYS} for name, p in named.items()},
@@ -98,7 +108,8 @@ def record_heldout(model_dir: Path, windows: int = 10, window_size: int = 1024, 
         seed=int(manifest.get("seed", 0)) if seed is None else seed,
         estimates=manifest.get("estimates", "user"), mode=str(manifest.get("mode", "daemon")),
         bf_reservations=checked_reservations(int(manifest.get("bf_reservations", 1))  # before the key: EASY
-                                             if bf_reservations is None else bf_reservations), jobs=jobs)
+                                             if bf_reservations is None else bf_reservations), jobs=jobs,
+        slurm_config=str((manifest.get("hyperparameters") or {}).get("slurm_config", "")))
     record = measure_heldout(model_dir, spec, progress)
     write_manifest(model_dir, {**manifest, "heldout": record})
     return record

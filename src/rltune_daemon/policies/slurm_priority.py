@@ -1,13 +1,15 @@
-"""The priority the simulator gives a replay's jobs: the cluster's own multifactor, read from its
-``scontrol show config`` (weights, PriorityMaxAge, accounting), not the evaluation's default formula.
-A replay compares the simulator with *this* Slurm, so both must rank jobs by the same arithmetic."""
+"""A cluster's own multifactor, read from its ``scontrol show config`` (weights, PriorityMaxAge,
+PriorityFavorSmall, accounting), not the evaluation's default formula. A replay compares the simulator
+with *this* Slurm and ``rltune site`` judges a site's history against what *its* Slurm does, so the
+simulator must rank jobs by the same arithmetic."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from rltune_daemon.errors import UserError
-from rltune_daemon.policies.multifactor import MultifactorWeights
+from rltune_daemon.policies.multifactor import Multifactor, MultifactorWeights
 
 _LINE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*)\s*=\s*(.*?)\s*$")
 
@@ -56,8 +58,6 @@ def cluster_weights(config_text: str, speedup: float) -> tuple[MultifactorWeight
     if ptype != "priority/multifactor":
         raise UserError(f"the cluster runs {ptype or 'no PriorityType'}; a replay compares against "
                         "priority/multifactor only")
-    if cfg.get("PriorityFavorSmall", "No").lower().startswith("y"):
-        raise UserError("the cluster has PriorityFavorSmall=YES, which the simulator does not model")
     notes: list[str] = []
     accounting = cfg.get("AccountingStorageType", "accounting_storage/none") != "accounting_storage/none"
     # Without accounting Slurm ignores the age and fair-share factors (FACTS, lab notes).
@@ -69,11 +69,18 @@ def cluster_weights(config_text: str, speedup: float) -> tuple[MultifactorWeight
     tres = cfg.get("PriorityWeightTRES", "(null)")
     if tres not in ("(null)", "") and any(float(v) for v in re.findall(r"=(\d+(?:\.\d+)?)", tres)):
         notes.append(f"PriorityWeightTRES={tres} is not simulated")
+    qos = _weight(cfg, "PriorityWeightQOS")
+    if qos:
+        notes.append(f"PriorityWeightQOS={qos:g} is not simulated: every QOS counts alike")
+    if "SMALL_RELATIVE_TO_TIME" in cfg.get("PriorityFlags", "").upper():
+        notes.append("PriorityFlags=SMALL_RELATIVE_TO_TIME is not simulated: the job-size factor ignores "
+                     "time limits")
+    favor_small = cfg.get("PriorityFavorSmall", "No").lower().startswith("y")
     max_age = slurm_duration(cfg.get("PriorityMaxAge", "7-00:00:00")) * speedup
     weights = MultifactorWeights(age=age, fairshare=fairshare, job_size=_weight(cfg, "PriorityWeightJobSize"),
                                  partition=_weight(cfg, "PriorityWeightPartition"),
-                                 qos=_weight(cfg, "PriorityWeightQOS"), max_age=max(max_age, 1.0),
-                                 size_mode="slurm")
+                                 qos=qos, max_age=max(max_age, 1.0),
+                                 size_mode="slurm-small" if favor_small else "slurm")
     return weights, notes
 
 
@@ -88,3 +95,23 @@ def backfill_interval(config_text: str) -> float:
         if key == "bf_interval" and value.strip().isdigit():
             return float(value)
     return BF_INTERVAL_DEFAULT
+
+
+def read_config_file(path: str) -> str:
+    """The text of a saved ``scontrol show config``, or a one-line error naming the file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the Slurm configuration ({exc.strerror or exc}); save it "
+                        "with `scontrol show config > config.txt`") from None
+    if "PriorityType" not in parse_config(text):
+        raise UserError(f"{path}: not the output of `scontrol show config` (no PriorityType line)")
+    return text
+
+
+def site_multifactor(config_path: str) -> Multifactor | None:
+    """The multifactor of the cluster whose ``scontrol show config`` is saved at ``config_path`` (in
+    the cluster's own seconds), or None for no file: the evaluation's default formula."""
+    if not config_path:
+        return None
+    return Multifactor(cluster_weights(read_config_file(config_path), 1.0)[0])
