@@ -2,7 +2,8 @@
 generated trace (``testbed`` by default) run through the simulator under a site multifactor and written
 out as the four exports a site gives (sacct with the simulated starts, ``scontrol show config``, nodes,
 partitions), so the timing covers reading, the self-check and the counterfactual as a site runs them.
-Its self-check is exact by construction: this times the work, it measures no fidelity."""
+The history is simulated the way the self-check simulates (Slurm-like passes, no placement effects), so
+its self-check is near-exact by construction: this times the work, it measures no fidelity."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-from rltune_daemon.cli.common import machine, print_json
+from rltune_daemon.cli.common import machine, parse_opts, print_json
+from rltune_daemon.domain.effects import EffectsConfig
 from rltune_daemon.policies.multifactor import Multifactor
-from rltune_daemon.policies.slurm_priority import cluster_weights
+from rltune_daemon.policies.slurm_priority import backfill_interval, cluster_weights
 from rltune_daemon.replay.simulate import SLURM_RESERVATIONS
 from rltune_daemon.sim import Simulator
 from rltune_daemon.sim.config import SimConfig
@@ -47,18 +49,21 @@ def register(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = bsub.add_parser("site", help="time rltune site on a generated history of N jobs")
     p.add_argument("--trace", default="testbed", help="a generated trace (default testbed)")
     p.add_argument("--jobs", type=int, default=50_000, help="jobs in the history (default 50,000)")
+    p.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
+                   help="trace options, e.g. load=0.7 (a month a cluster kept up with, not a backlog)")
     p.add_argument("--models", type=Path, default=Path("models"))
     p.add_argument("--workers", type=int, default=0, help="processes (default: all cores)")
     p.add_argument("--keep", type=Path, default=None, help="keep the report in this folder")
     p.set_defaults(func=bench_site)
 
 
-def write_exports(trace: str, jobs: int, folder: Path) -> None:
+def write_exports(trace: str, jobs: int, folder: Path, opts: dict[str, str]) -> None:
     """The four files of a site whose Slurm is the simulator under ``CONFIG``'s multifactor."""
-    wl = load_workload(trace, estimates="user", seed=0, jobs=str(jobs))
+    wl = load_workload(trace, estimates="user", seed=0, **{"jobs": str(jobs), **opts})
     weights, _ = cluster_weights(CONFIG, 1.0)
     res = Simulator(wl, PolicyController(Multifactor(weights)),
-                    SimConfig(bf_reservations=SLURM_RESERVATIONS)).run()
+                    SimConfig(effects=EffectsConfig.pure(), bf_reservations=SLURM_RESERVATIONS,
+                              pass_period=backfill_interval(CONFIG), main_at_events=True)).run()
     rows = [SACCT_FIELDS.replace(",", "|")]
     for k, j in enumerate(wl.jobs):
         start = float(res.start[k])
@@ -79,16 +84,16 @@ def write_exports(trace: str, jobs: int, folder: Path) -> None:
 
 
 def _duration(seconds: float) -> str:
-    """A limit as sacct prints it, ``D-HH:MM:SS``, in whole minutes rounded up as Slurm keeps them."""
-    m = max(1, int(np.ceil(seconds / 60.0)))
-    return f"{m // 1440}-{m // 60 % 24:02d}:{m % 60:02d}:00"
+    """A limit as sacct prints it, ``D-HH:MM:SS`` (to the second: the simulated site used exactly it)."""
+    s = max(1, int(np.ceil(seconds)))
+    return f"{s // 86400}-{s // 3600 % 24:02d}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
 def bench_site(args: argparse.Namespace) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="rltune-bench-site-"))
     try:
         t0 = time.perf_counter()
-        write_exports(args.trace, args.jobs, tmp / "export")
+        write_exports(args.trace, args.jobs, tmp / "export", parse_opts(args.opt))
         made = time.perf_counter() - t0
         read_dir(tmp / "export")
         out = args.keep or tmp / "report"
@@ -100,7 +105,7 @@ def bench_site(args: argparse.Namespace) -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     ev = site["evaluation"]["config"]
-    print_json({"bench": "site", "trace": args.trace, "jobs": site["history"]["jobs"],
+    print_json({"bench": "site", "trace": args.trace, "opts": args.opt, "jobs": site["history"]["jobs"],
                 "history_seconds": round(made, 1), "site_seconds": round(seconds, 1),
                 "stages": {k: round(v, 1) for k, v in site["timings"].items()},
                 "windows": ev["windows"], "window_size": ev["window_size"],

@@ -38,7 +38,8 @@ def fidelity_table(f: dict[str, Any]) -> str:
             f"({f['wait_rel_error']:+.1%}) | {d['wait_mean_sim']:.0f} ({d['wait_rel_error']:+.1%}) |",
             f"| start-order Spearman | 1 | {f['start_spearman']:.3f} | {d['start_spearman']:.3f} |"]
     for label, c in f["by_size"].items():
-        rows.append(f"| mean wait, {label} GPUs ({c['jobs']} jobs) | {c['wait_mean_recorded']:.0f} | "
+        gpus = f"{label} GPU{'' if label == '1' else 's'}"
+        rows.append(f"| mean wait, {gpus} ({c['jobs']} jobs) | {c['wait_mean_recorded']:.0f} | "
                     f"{c['wait_mean_sim']:.0f} ({c['wait_rel_error']:+.1%}) | |")
     u = f["unplaceable"]
     rows.append(f"| jobs it could not place | | {u['at_load'] + u['in_simulation']} ({u['share']:.1%}) | |")
@@ -98,7 +99,7 @@ def plot_by_size(results: dict[str, Any], path: Path) -> Path:
     for i, (name, p) in enumerate(pols.items()):
         ws = p.get("wait_by_size", {})
         ax.bar(x + i * width, [ws.get(c, {}).get("wait_mean", 0.0) for c in labels], width, label=name)
-    ax.set_xticks(x + width * (len(pols) - 1) / 2, [f"{c} GPUs" for c in labels])
+    ax.set_xticks(x + width * (len(pols) - 1) / 2, [f"{c} GPU{'' if c == '1' else 's'}" for c in labels])
     ax.set_ylabel("mean wait (s)")
     ax.set_title("mean wait by job size, recent windows")
     ax.grid(alpha=0.3, axis="y")

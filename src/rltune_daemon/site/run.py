@@ -101,7 +101,10 @@ def run_site(cfg: SiteConfig, command: str) -> dict[str, Any]:
         f"{paper['start_spearman']:.3f})")
     windows, size = windows_for(len(history.workload.jobs))
     policies = [LEAVE, "default", *(f"daemon:{h}" for h in cfg.heuristics)]
-    policies += [f"rltune:{m}" for m in shipped_models(cfg.models)]
+    models = shipped_models(cfg.models)
+    if not models:
+        say(f"no models under {cfg.models}: only Slurm and the daemon's heuristics are judged (--models DIR)")
+    policies += [f"rltune:{m}" for m in models]
     tuned = fine_tune(cfg, history, files, windows * size, say) if cfg.minutes > 0 else None
     if tuned is not None:
         policies += [*references(tuned_base(tuned)).values(), f"rltune:{tuned}"]
