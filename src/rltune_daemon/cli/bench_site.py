@@ -68,11 +68,15 @@ def write_exports(trace: str, jobs: int, folder: Path, opts: dict[str, str]) -> 
     for k, j in enumerate(wl.jobs):
         start = float(res.start[k])
         end = sacct_time(EPOCH + start + (j.runtime or 0.0)) if np.isfinite(start) else "Unknown"
+        # what the job asked for, and nothing more: a node or CPU count it did not name would change
+        # where it may run and its job-size factor
+        tres = ",".join([*([f"cpu={j.cpus}"] if j.cpus else []), f"gres/gpu={j.gpus}",
+                         *(f"gres/gpu:{t}={j.gpus}" for t in j.gpu_types[:1]),
+                         *([f"node={j.nodes}"] if j.nodes else [])])
         rows.append("|".join([j.id, j.user or "u", "acct", j.partition or wl.cluster.partition_names[0],
                               "normal", sacct_time(EPOCH + j.submit),
                               sacct_time(EPOCH + start) if np.isfinite(start) else "Unknown", end,
-                              "COMPLETED",
-                              f"cpu={max(j.cpus, 1)},gres/gpu={j.gpus},node={max(j.nodes, 1)}", "",
+                              "COMPLETED", tres, "",
                               _duration(j.time_limit), ""]))
     lines = cluster_lines(wl.cluster)
     folder.mkdir(parents=True, exist_ok=True)
