@@ -177,3 +177,41 @@ def test_the_daemon_fragment_runs_the_verdict_and_check_config_says_where_from(t
     said = recommendation(str(res))
     assert "5000 jobs over 30.0 days" in said and "-4.0%" in said and "leave Slurm alone" in said
     assert "run `rltune site` again" in recommendation(str(tmp_path / "gone.json"))
+
+
+def test_from_a_folder_to_a_verdict_with_a_fine_tuned_model(tmp_path: Path) -> None:
+    """The whole command away from the cluster, fine-tuning included (a smoke run of a few seconds):
+    the model is trained on the older part only, judged on the recent windows with the rest, and its
+    manifest records that result, which the daemon's model gate reads."""
+    from rltune_daemon.site.report import write_site
+    from rltune_daemon.site.run import SiteConfig, run_site
+
+    root = Path(__file__).resolve().parents[2]
+    write_dir(_exports(_sacct(n=120)), tmp_path / "export")
+    cfg = SiteConfig(out=tmp_path / "out", minutes=0.05, source=tmp_path / "export", models=root / "models",
+                     heuristics=("sjf",), jobs=1)
+    site = run_site(cfg, "rltune site --from export")
+    write_site(site, cfg.out)
+    res = json.loads((cfg.out / "results.json").read_text())
+    tuned = res["verdict"]["fine_tuned"]
+    assert tuned and f"rltune:{tuned}" in res["evaluation"]["policies"]
+    manifest = json.loads((Path(tuned) / "manifest.json").read_text())
+    assert manifest["heldout"]["split"] == "recent" and manifest["heldout"]["windows"] >= 2
+    assert manifest["hyperparameters"]["slurm_config"].endswith("config.txt")
+    assert res["verdict"]["choice"] in res["evaluation"]["policies"]
+    assert (cfg.out / "rltune-daemon.toml").exists() and (cfg.out / "report.md").exists()
+
+
+def test_the_self_check_gives_the_same_numbers_in_two_processes_as_in_one() -> None:
+    from rltune_daemon.domain.effects import EffectsConfig
+    from rltune_daemon.policies.multifactor import Multifactor, MultifactorWeights
+    from rltune_daemon.policies.slurm_priority import cluster_weights
+    from rltune_daemon.sim.config import SimConfig
+    from rltune_daemon.site.selfcheck import self_check
+
+    h = load_history(_exports(_sacct()))
+    site = Multifactor(cluster_weights(CONFIG, 1.0)[0])
+    cfg = SimConfig(effects=EffectsConfig.pure(), bf_reservations=500, pass_period=30.0, main_at_events=True)
+    one = self_check(h, site, Multifactor(MultifactorWeights()), cfg, workers=1)
+    assert self_check(h, site, Multifactor(MultifactorWeights()), cfg, workers=2) == one
+    assert one["wait_mean_recorded"] == 5.0 and one["unplaceable"]["share"] == 0.0

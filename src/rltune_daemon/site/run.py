@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -93,7 +94,8 @@ def run_site(cfg: SiteConfig, command: str) -> dict[str, Any]:
                       slurm_config=str(files["config"]), passes="slurm", seed=cfg.seed, jobs=cfg.jobs)
     say("self-check: simulating the whole history under the site's multifactor and the default formula")
     clock.lap("history")
-    fidelity = self_check(history, Multifactor(weights), Multifactor(MultifactorWeights()), base.sim_config())
+    fidelity = self_check(history, Multifactor(weights), Multifactor(MultifactorWeights()), base.sim_config(),
+                          workers=cfg.jobs or (os.cpu_count() or 1))
     clock.lap("self_check")
     paper = fidelity["default_formula"]
     say(f"self-check: mean wait error {fidelity['wait_rel_error']:+.1%}, start Spearman "

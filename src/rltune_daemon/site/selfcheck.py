@@ -9,6 +9,8 @@ is worth to the check.
 from __future__ import annotations
 
 import math
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -25,12 +27,19 @@ from rltune_daemon.site.history import History
 SPEARMAN_MIN = 0.9  # below this the simulator orders the site's jobs too differently to judge orders
 
 
-def self_check(history: History, site: Multifactor, paper: Multifactor, config: SimConfig) -> dict[str, Any]:
-    """``fidelity`` of results.json: the site's formula, and the default formula under ``paper``."""
-    out = _score(history, site, config)
-    out["default_formula"] = {k: v for k, v in _score(history, paper, config).items()
-                              if k in ("wait_mean_sim", "wait_rel_error", "start_spearman")}
-    return out
+def self_check(history: History, site: Multifactor, paper: Multifactor, config: SimConfig,
+               workers: int = 2) -> dict[str, Any]:
+    """``fidelity`` of results.json: the site's formula, and the default formula under ``paper``; the two
+    whole-history simulations side by side when ``workers`` > 1 (a month of a busy cluster is minutes)."""
+    if workers > 1:
+        # spawn, not fork: a parent with torch's threads running must not be forked
+        with ProcessPoolExecutor(2, multiprocessing.get_context("spawn")) as pool:
+            mine, theirs = pool.map(_score, [history, history], [site, paper], [config, config])
+    else:
+        mine, theirs = _score(history, site, config), _score(history, paper, config)
+    mine["default_formula"] = {k: v for k, v in theirs.items()
+                               if k in ("wait_mean_sim", "wait_rel_error", "start_spearman")}
+    return mine
 
 
 def _score(history: History, policy: Multifactor, config: SimConfig) -> dict[str, Any]:
