@@ -61,7 +61,9 @@ def write_site(site: dict[str, Any], out: Path) -> list[Path]:
     md = [f"# Site check: {site['source']}", "", f"Command: `{site['command']}`", "",
           f"History: {h['jobs']} jobs that ran, over {h['days']:.1f} days, on {h['nodes']} nodes "
           f"({h['gpus']} GPUs), partitions {', '.join(h['partitions'])}.",
-          "Left out: " + (", ".join(f"{k} {n}" for k, n in h["skipped"].items()) or "nothing") + ".", ""]
+          "Left out: " + (", ".join(f"{k} {n}" for k, n in h["skipped"].items()) or "nothing") + ".",
+          f"Slurm's delay from a job's end to the next start, measured on the older part: "
+          f"{h['release_latency']:.2f} s (added to every simulated run time).", ""]
     md += [f"- {note}" for note in [*h["notes"], *site["priority"]["notes"]]]
     md += ["", "## Self-check: does the simulator reproduce this Slurm?", "",
            "The whole history simulated under the site's own multifactor (weights, PriorityMaxAge, "

@@ -220,4 +220,5 @@ def history_summary(history: History) -> dict[str, Any]:
     span = (wl.jobs[-1].submit - wl.jobs[0].submit) / 86400.0 if wl.jobs else 0.0
     return {"jobs": len(wl.jobs), "days": span, "nodes": len(wl.cluster.nodes), "gpus": wl.cluster.total_gpus,
             "partitions": list(wl.cluster.partition_names), "skipped": history.skipped,
+            "release_latency": history.release_latency,
             "problems": history.problems[:50], "notes": history.notes}
