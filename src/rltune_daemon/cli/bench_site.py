@@ -23,7 +23,7 @@ from rltune_daemon.replay.simulate import SLURM_RESERVATIONS
 from rltune_daemon.sim import Simulator
 from rltune_daemon.sim.config import SimConfig
 from rltune_daemon.sim.controller import PolicyController
-from rltune_daemon.site.exports import SACCT_FIELDS, read_dir
+from rltune_daemon.site.exports import SACCT_FIELDS
 from rltune_daemon.site.report import write_site
 from rltune_daemon.site.run import SiteConfig, run_site
 from rltune_daemon.slurm.history import sacct_time
@@ -99,7 +99,6 @@ def bench_site(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         write_exports(args.trace, args.jobs, tmp / "export", parse_opts(args.opt))
         made = time.perf_counter() - t0
-        read_dir(tmp / "export")
         out = args.keep or tmp / "report"
         cfg = SiteConfig(out=out, minutes=0.0, source=tmp / "export", models=args.models, jobs=args.workers)
         t1 = time.perf_counter()

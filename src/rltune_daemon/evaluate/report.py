@@ -159,11 +159,16 @@ SPLIT_TEXT = {"held-out": "held-out last 10 %", "train": "training part (first 9
               "all": "whole trace (nothing held out)"}
 
 
-def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    slim = {"policies": {k: {kk: vv for kk, vv in v.items() if kk != "waits"}
+def slim_results(results: dict[str, Any], command: str) -> dict[str, Any]:
+    """results.json's content: the results without every job's wait, with the command that made them."""
+    return {"policies": {k: {kk: vv for kk, vv in v.items() if kk != "waits"}
                          for k, v in results["policies"].items()},
             "config": {**results["config"], "command": command}}
+
+
+def write_results(results: dict[str, Any], out: Path, command: str) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    slim = slim_results(results, command)
     paths = [out / "results.json", out / "results.md"]
     paths[0].write_text(json.dumps(slim, indent=2, sort_keys=True) + "\n")
     cfg = results["config"]

@@ -5,6 +5,7 @@ simulator must rank jobs by the same arithmetic."""
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -98,12 +99,27 @@ def backfill_interval(config_text: str) -> float:
 
 
 def read_config_file(path: str) -> str:
-    """The text of a saved ``scontrol show config``, or a one-line error naming the file."""
+    """The text of a saved ``scontrol show config``, or a one-line error naming the file. Every
+    controller of an evaluation and every training episode asks: the file is read and checked once per
+    version of it (its size and modification time), not once per run."""
+    try:
+        st = Path(path).stat()
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+    return _read_config(path, st.st_mtime_ns, st.st_size)
+
+
+def _unreadable(path: str, exc: OSError) -> UserError:
+    return UserError(f"{path}: cannot read the Slurm configuration ({exc.strerror or exc}); save it with "
+                     "`scontrol show config > config.txt`")
+
+
+@functools.lru_cache(maxsize=8)
+def _read_config(path: str, mtime_ns: int, size: int) -> str:
     try:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
-        raise UserError(f"{path}: cannot read the Slurm configuration ({exc.strerror or exc}); save it "
-                        "with `scontrol show config > config.txt`") from None
+        raise _unreadable(path, exc) from None
     if "PriorityType" not in parse_config(text):
         raise UserError(f"{path}: not the output of `scontrol show config` (no PriorityType line)")
     return text

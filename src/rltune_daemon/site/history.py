@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +37,6 @@ from rltune_daemon.site.exports import Exports
 from rltune_daemon.traces import sacct
 from rltune_daemon.traces.assemble import RawJobs, assemble, drop_cpu_only
 from rltune_daemon.traces.clusterfile import parse_scontrol
-from rltune_daemon.traces.resources import text_lines
 
 SHOWN_PROBLEMS = 5  # bad lines printed one by one; the rest are counted
 LATENCY_MAX_S = 10.0  # a longer gap is the cluster idling, not Slurm's own delay
@@ -72,35 +72,15 @@ def read_cluster(exports: Exports) -> ClusterSpec:
 
 
 def parse_lenient(text: str, path: str) -> tuple[RawJobs, str, list[str], Counter[str]]:
-    """``traces.sacct``'s records, but a bad line is skipped and reported instead of ending the read."""
-    rows = text_lines(text)
-    head = sacct.read_header(rows, path)
-    records: list[sacct.Record] = []
-    skipped: Counter[sacct.Skip] = Counter()
+    """``traces.sacct``'s jobs, but a bad line is skipped and reported instead of ending the read."""
     problems: list[str] = []
-    counts: Counter[str] = Counter()
-    for lineno in range(head.line + 1, len(rows) + 1):
-        line = rows[lineno - 1]
-        if not line.strip():
-            continue
-        try:
-            got = sacct.read_record(sacct.split_record(line, lineno, head, path), lineno, head, path)
-        except InputFileError as exc:
-            counts["bad_line"] += 1
-            problems.append(str(exc))
-            continue
-        if isinstance(got, sacct.Record):
-            if "+" in got.id:  # a heterogeneous job's component: simulated as a job of its own
-                counts["het_component"] += 1
-            if "_" in got.id:
-                counts["array_task"] += 1
-            records.append(got)
-        else:
-            skipped[got] += 1
-    if not records:
-        raise UserError(f"{path}: no job that ran in the history ({sum(skipped.values())} lines of steps, "
-                        "jobs that never started or still run); widen --days")
-    raw, resource = sacct.to_columns(records, skipped)
+    raw, resource = sacct.parse(text, path, on_bad=lambda exc: problems.append(str(exc)))
+    if not len(raw):
+        raise UserError(f"{path}: no job that ran in the history ({sum(raw.dropped.values())} jobs that "
+                        "never started or still run); widen --days")
+    counts: Counter[str] = Counter(bad_line=len(problems))
+    counts["het_component"] = sum("+" in i for i in raw.ids)  # each simulated as a job of its own
+    counts["array_task"] = sum("_" in i for i in raw.ids)
     return raw, resource, problems, counts
 
 
@@ -142,8 +122,6 @@ def _number(value: Any) -> int | None:
 
 
 def _stamp(value: Any) -> str:
-    import time
-
     n = _number(value)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(n)) if n else "Unknown"
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from rltune_daemon.evaluate.report import harm_table, markdown_table, size_table, write_results
+from rltune_daemon.evaluate.report import harm_table, markdown_table, size_table, slim_results, write_results
 from rltune_daemon.evaluate.verdict import DEFAULT, LEAVE
 
 FRAGMENT = "rltune-daemon.toml"
@@ -51,7 +51,7 @@ def write_site(site: dict[str, Any], out: Path) -> list[Path]:
     results = site["evaluation"]
     paths = write_results(results, out / "evaluation", site["command"])
     paths.append(plot_by_size(results, out / "wait_by_size.png"))
-    slim = {**site, "evaluation": json.loads((out / "evaluation" / "results.json").read_text())}
+    slim = {**site, "evaluation": slim_results(results, site["command"])}
     res_path = out / "results.json"
     res_path.write_text(json.dumps(slim, indent=2, sort_keys=True, default=str) + "\n")
     frag = out / FRAGMENT

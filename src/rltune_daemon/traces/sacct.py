@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -207,8 +208,10 @@ def to_columns(records: list[Record], skipped: Counter[Skip]) -> tuple[RawJobs, 
     return raw, resource
 
 
-def parse(text: str, path: str) -> tuple[RawJobs, str]:
-    """Jobs and the resource kind (``gpu``/``cpu``); malformed lines raise ``InputFileError``."""
+def parse(text: str, path: str, on_bad: Callable[[InputFileError], None] | None = None
+          ) -> tuple[RawJobs, str]:
+    """Jobs and the resource kind (``gpu``/``cpu``); a malformed line raises ``InputFileError``, or, with
+    ``on_bad``, is handed to it and skipped (a month of a site's accounting must not die on one line)."""
     rows = text_lines(text)
     head = read_header(rows, path)
     records: list[Record] = []
@@ -217,7 +220,13 @@ def parse(text: str, path: str) -> tuple[RawJobs, str]:
         line = rows[lineno - 1]
         if not line.strip():
             continue
-        got = read_record(split_record(line, lineno, head, path), lineno, head, path)
+        try:
+            got = read_record(split_record(line, lineno, head, path), lineno, head, path)
+        except InputFileError as exc:
+            if on_bad is None:
+                raise
+            on_bad(exc)
+            continue
         if isinstance(got, Record):
             records.append(got)
         else:
