@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rltune_daemon.cli.daemon import make_backend
 from rltune_daemon.domain import Job
 from rltune_daemon.errors import UserError
 from rltune_daemon.policies.registry import DAEMON_DEFAULT
-from rltune_daemon.service.backends import SimBackend
 from rltune_daemon.service.config import load_config
 from rltune_daemon.service.logging import configure, get_logger
 from rltune_daemon.service.loop import Daemon, sim_summary_text
@@ -244,7 +244,7 @@ def sim_demo(reason: str) -> int:
                       sim={"speedup": 0, "workload": "testbed"},
                       metrics={"enabled": False})
     configure("warning", "console")
-    backend = SimBackend(cfg)
+    backend = make_backend(cfg)
     daemon = Daemon(cfg, backend, state_file=StateFile(None), log=get_logger())
     step("a dry-run table at the first busy moment of the trace")
     quiet = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - closed below

@@ -251,7 +251,7 @@ def test_daemon_spec_runs_a_baseline_through_the_planner() -> None:
     re-plans only every interval and so differs from SJF ranked at every event."""
     from rltune_daemon.evaluate import EvalConfig, evaluate
     from rltune_daemon.evaluate.runner import make_controller
-    from rltune_daemon.service.simdaemon import DaemonModeController
+    from rltune_daemon.sim.daemon import DaemonModeController
     from rltune_daemon.sim.engine import Simulator
 
     cfg = EvalConfig("testbed", ("multifactor", "daemon:multifactor", "sjf", "daemon:sjf"), windows=2,
@@ -297,7 +297,7 @@ def test_daemon_mode_queue_checks_replan_a_changed_queue_sooner() -> None:
     cycles alone, and far fewer cycles than ticks."""
     from rltune_daemon.evaluate import EvalConfig
     from rltune_daemon.evaluate.runner import make_controller
-    from rltune_daemon.service.simdaemon import DaemonModeController
+    from rltune_daemon.sim.daemon import DaemonModeController
     from rltune_daemon.sim.engine import Simulator
 
     w = load_workload("testbed", estimates="user", seed=0, jobs="2000")

@@ -11,6 +11,7 @@ from fuzz_settings import fuzz
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from rltune_daemon.domain.updates import UpdateStatus
 from rltune_daemon.slurm.errors import ParseError, SuspectRead
 from rltune_daemon.slurm.history import parse_history
 from rltune_daemon.slurm.pacing import rate_limit_from_config
@@ -26,7 +27,7 @@ from rltune_daemon.slurm.parse import (
     ping_is_up,
     sprio_line,
 )
-from rltune_daemon.slurm.writer import UpdateStatus, map_results
+from rltune_daemon.slurm.writer import map_results
 
 DOCUMENTED = (ParseError, SuspectRead)
 NONE_WORDS = ("", "(null)", "N/A", "n/a", "None")

@@ -275,8 +275,8 @@ def _captured_slurm_snapshot() -> Snapshot:
 
 
 def _sim_snapshot() -> Snapshot:
-    from rltune_daemon.service.simdaemon import DaemonModeController
     from rltune_daemon.sim import Simulator
+    from rltune_daemon.sim.daemon import DaemonModeController
     from rltune_daemon.traces import load_workload
 
     w = load_workload("testbed")

@@ -24,11 +24,11 @@ from rltune_daemon.domain import (
     RunningJob,
     Snapshot,
 )
+from rltune_daemon.domain.updates import ApplyResult, Fate, JobResult, JobUpdate, ReadInfo, UpdateStatus
 from rltune_daemon.service.config import DaemonConfig, load_config
-from rltune_daemon.slurm.assemble import ReadInfo
 from rltune_daemon.slurm.errors import ControllerDown
-from rltune_daemon.slurm.integrity import Fate
-from rltune_daemon.slurm.writer import ApplyResult, JobResult, JobUpdate, UpdateStatus, prepare
+from rltune_daemon.slurm.integrity import check_alive
+from rltune_daemon.slurm.writer import prepare
 
 NODES = (("p100-1", "p100", 4, 8), ("p100-2", "p100", 4, 8), ("k80-1", "k80", 2, 8), ("k80-2", "k80", 2, 8),
          ("m40-1", "m40", 1, 4))
@@ -146,7 +146,9 @@ class ScriptedBackend:
 
     def confirm(self, job_ids: Collection[str]) -> dict[str, Fate]:
         self.confirmed.append(sorted(job_ids))
-        return {j: self.fates.get(j, Fate("ended", "COMPLETED")) for j in job_ids}
+        fates = {j: self.fates.get(j, Fate("ended", "COMPLETED")) for j in job_ids}
+        check_alive(fates)  # as SlurmBackend.confirm: a job Slurm still lists means the read missed it
+        return fates
 
     def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], *,
               site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False,

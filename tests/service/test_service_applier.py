@@ -7,10 +7,10 @@ import dataclasses
 
 from service_helpers import ALL_NODES, entry, pending, plan_of, snapshot, with_site
 
-from rltune_daemon.service.applier import EXC, SITE, Applier, Decision, main_pass_jobs
-from rltune_daemon.service.statefile import DaemonState
-from rltune_daemon.slurm.integrity import Fate
-from rltune_daemon.slurm.writer import ApplyResult, JobResult, UpdateStatus, prepare
+from rltune_daemon.core.applier import EXC, SITE, Applier, Decision, main_pass_jobs
+from rltune_daemon.core.record import DaemonState
+from rltune_daemon.domain.updates import ApplyResult, Fate, JobResult, UpdateStatus
+from rltune_daemon.slurm.writer import prepare
 
 S = UpdateStatus
 

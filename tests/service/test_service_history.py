@@ -15,15 +15,17 @@ import numpy as np
 import pytest
 from service_helpers import NullLog, config
 
+from rltune_daemon.cli.daemon import make_backend, sim_backend
 from rltune_daemon.domain.arrays import JobTable
 from rltune_daemon.domain.history import FinishedRuns
 from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.policies.qssf import QSSF
-from rltune_daemon.service.backends import SimBackend, SlurmBackend
+from rltune_daemon.service.backends import SlurmBackend
 from rltune_daemon.service.config import DaemonConfig
 from rltune_daemon.service.loop import Daemon
 from rltune_daemon.service.metrics import Metrics
 from rltune_daemon.service.statefile import StateFile
+from rltune_daemon.sim.backend import SimBackend
 from rltune_daemon.slurm.errors import SlurmCommandError
 from rltune_daemon.slurm.history import SacctHistory
 from rltune_daemon.traces import load_workload
@@ -76,7 +78,7 @@ def _daemon(cfg: DaemonConfig, backend: Any, out: io.StringIO | None = None) -> 
 
 def test_sim_daemon_feeds_qssf_every_finished_job(tmp_path: Path) -> None:
     cfg = config(tmp_path, base_policy="qssf", backend="sim", sim__jobs=120, sim__speedup=0)
-    backend = SimBackend(cfg)
+    backend = make_backend(cfg)
     d = _daemon(cfg, backend)
     for _ in range(40):
         d.cycle()
@@ -110,7 +112,7 @@ def test_a_model_with_the_history_input_is_fed_like_qssf(tmp_path: Path) -> None
     out = _model_dir(tmp_path)
     (tmp_path / "c").mkdir()
     cfg = config(tmp_path / "c", model=str(out), backend="sim", sim__jobs=120, sim__speedup=0)
-    backend = SimBackend(cfg)
+    backend = make_backend(cfg)
     d = _daemon(cfg, backend)
     assert not d.choice.fallback, d.choice.fallback
     for _ in range(30):
@@ -135,7 +137,7 @@ def _dry_runs_without_accounting(tmp_path: Path, cycles: int, **kw: Any) -> tupl
     """``cycles`` dry-run cycles of a simulated cluster whose sacct fails; each must still be a dry run.
     Returns the daemon and what it printed."""
     cfg = config(tmp_path, backend="sim", sim__jobs=120, sim__speedup=0, dry_run=True, **kw)
-    backend = _NoAccounting(cfg)
+    backend = sim_backend(cfg, kind=_NoAccounting)
     backend.slurm.skip(3600.0)
     out = io.StringIO()
     d = _daemon(cfg, backend, out)
@@ -231,9 +233,7 @@ class _FlakyAccounting(SimBackend):
 
     name = "slurm"
 
-    def __init__(self, cfg: Any) -> None:
-        super().__init__(cfg)
-        self.asked = 0
+    asked = 0
 
     def finished_runs(self, rewind: bool = False) -> FinishedRuns | None:
         self.asked += 1
@@ -246,7 +246,7 @@ class _FlakyAccounting(SimBackend):
 
 def test_history_is_said_to_recover_only_when_a_read_worked(tmp_path: Path) -> None:
     cfg = config(tmp_path, backend="sim", sim__jobs=120, sim__speedup=0, dry_run=True, base_policy="qssf")
-    backend = _FlakyAccounting(cfg)
+    backend = sim_backend(cfg, kind=_FlakyAccounting)
     backend.slurm.skip(3600.0)
     d = _daemon(cfg, backend, io.StringIO())
     events = []

@@ -18,13 +18,12 @@ from service_helpers import NullLog, ScriptedBackend, config, pending, snapshot,
 from rltune_daemon.domain import NodeAlloc, PendingState, RunningJob
 from rltune_daemon.domain.arrays import F64
 from rltune_daemon.domain.queue import QueueView
+from rltune_daemon.domain.updates import Fate, UpdateStatus
 from rltune_daemon.policies.base import Policy
 from rltune_daemon.service.loop import Daemon
 from rltune_daemon.service.metrics import Metrics
 from rltune_daemon.service.policy import PLACER_FALLBACK_REASONS, PolicyChoice
 from rltune_daemon.service.statefile import StateFile
-from rltune_daemon.slurm.integrity import Fate
-from rltune_daemon.slurm.writer import UpdateStatus
 
 
 def _queue() -> list:  # type: ignore[type-arg]

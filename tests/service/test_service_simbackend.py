@@ -11,10 +11,10 @@ import sys
 import numpy as np
 import pytest
 
+from rltune_daemon.domain.updates import JobUpdate, UpdateStatus
 from rltune_daemon.policies.multifactor import Multifactor
-from rltune_daemon.service.simbackend import SimSlurm
 from rltune_daemon.sim.engine import simulate
-from rltune_daemon.slurm.writer import JobUpdate, UpdateStatus
+from rltune_daemon.sim.slurm import SimSlurm
 from rltune_daemon.traces import load_workload
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rltune_daemon.service.statefile import DaemonState, FieldChange, JobRecord, StateError, StateFile
+from rltune_daemon.core.record import DaemonState, FieldChange, JobRecord
+from rltune_daemon.service.statefile import StateError, StateFile
 
 
 def _state() -> DaemonState:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from rltune_daemon.domain import Snapshot
-from rltune_daemon.slurm.assemble import ReadInfo, build_snapshot
+from rltune_daemon.domain.updates import ReadInfo
+from rltune_daemon.slurm.assemble import build_snapshot
 from rltune_daemon.slurm.parse import (
     PrioRecord,
     parse_sinfo_nodes,

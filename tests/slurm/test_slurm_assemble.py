@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from rltune_daemon.domain import Job, PendingState, Snapshot
-from rltune_daemon.slurm.assemble import UNLIMITED_DEFAULT_S, ReadInfo, build_snapshot, request_gpus
+from rltune_daemon.domain.updates import ReadInfo
+from rltune_daemon.slurm.assemble import UNLIMITED_DEFAULT_S, build_snapshot, request_gpus
 from rltune_daemon.slurm.parse import JobRecord, NodeRecord, TresRecord
 
 

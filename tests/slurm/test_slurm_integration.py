@@ -10,8 +10,8 @@ import time
 
 import pytest
 
+from rltune_daemon.domain.updates import JobUpdate, UpdateStatus
 from rltune_daemon.slurm.errors import ControllerDown
-from rltune_daemon.slurm.writer import JobUpdate, UpdateStatus
 from slurm_fixtures import GPU_LAYOUT, MESSAGE_TIMEOUT, TEST_USER, SlurmTestCluster
 
 pytestmark = pytest.mark.slurm

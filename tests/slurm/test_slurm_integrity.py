@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from rltune_daemon.domain.updates import Fate
 from rltune_daemon.slurm.errors import SuspectRead
 from rltune_daemon.slurm.integrity import (
-    Fate,
     ReadLimits,
     check_alive,
     check_drop,

@@ -10,17 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rltune_daemon.domain import Snapshot
-from rltune_daemon.slurm.assemble import ReadInfo
+from rltune_daemon.domain.updates import JobUpdate, ReadInfo, UpdateStatus
 from rltune_daemon.slurm.errors import ControllerDown, InvalidUpdate
 from rltune_daemon.slurm.runner import SlurmRunner
-from rltune_daemon.slurm.writer import (
-    SITE_FACTOR_LIMIT,
-    JobUpdate,
-    SlurmWriter,
-    UpdateStatus,
-    map_results,
-    prepare,
-)
+from rltune_daemon.slurm.writer import SITE_FACTOR_LIMIT, SlurmWriter, map_results, prepare
 
 S = UpdateStatus
 

@@ -24,8 +24,8 @@ def _one_thread() -> Iterator[None]:
 
 def test_recorder_behaves_exactly_like_its_base() -> None:
     from rltune_daemon.policies import make_policy
-    from rltune_daemon.service.simdaemon import planner_controller
     from rltune_daemon.sim import Simulator
+    from rltune_daemon.sim.daemon import planner_controller
     from rltune_daemon.traces import load_workload, split_by_time
     from rltune_daemon.train.episodes import episode_workload
     from rltune_daemon.train.imitation import ImitationRecorder

@@ -31,8 +31,8 @@ def _nets(seed: int) -> tuple[Actor, Critic]:
 
 
 def test_recorded_steps_match_the_torch_networks() -> None:
-    from rltune_daemon.service.simdaemon import planner_controller
     from rltune_daemon.sim import Simulator
+    from rltune_daemon.sim.daemon import planner_controller
     from rltune_daemon.traces import load_workload, split_by_time
     from rltune_daemon.train.episodes import episode_workload
 

@@ -95,8 +95,8 @@ def record_base(starts: list[int], episode_jobs: int = 128, base: str = "sjf", t
                 opts: dict[str, str] | None = None) -> Samples:
     """Decisions of ``base`` on training episodes of the testbed trace, as the warm start records them."""
     from rltune_daemon.policies import make_policy
-    from rltune_daemon.service.simdaemon import planner_controller
     from rltune_daemon.sim import Simulator
+    from rltune_daemon.sim.daemon import planner_controller
     from rltune_daemon.traces import load_workload, split_by_time
     from rltune_daemon.train.episodes import episode_workload
     from rltune_daemon.train.imitation import ImitationRecorder

@@ -20,7 +20,7 @@ from rltune_daemon import __version__
 from rltune_daemon.domain import job_order
 from rltune_daemon.errors import UserError, run_guarded
 from rltune_daemon.policies.learned import LearnedPolicy
-from rltune_daemon.service.backends import SlurmBackend, make_backend
+from rltune_daemon.service.backends import Backend, SlurmBackend
 from rltune_daemon.service.config import DaemonConfig, default_config_path, load_config
 from rltune_daemon.service.logging import configure, get_logger
 from rltune_daemon.service.loop import Daemon
@@ -29,8 +29,25 @@ from rltune_daemon.service.notify import Notifier
 from rltune_daemon.service.policy import CountingPlacer, choose_policy, trained_under
 from rltune_daemon.service.probe import print_probe, run_probe
 from rltune_daemon.service.statefile import StateFile
+from rltune_daemon.sim.backend import SimBackend
 from rltune_daemon.slurm.errors import SlurmError
+from rltune_daemon.traces import load_workload
 
+
+def make_backend(cfg: DaemonConfig, once: bool = False) -> Backend:
+    """The configured backend. ``once``: it serves a single cycle (``--once``; see ``SimBackend``)."""
+    return sim_backend(cfg, once) if cfg.backend == "sim" else SlurmBackend(cfg)
+
+
+def sim_backend(cfg: DaemonConfig, once: bool = False, kind: type[SimBackend] = SimBackend) -> SimBackend:
+    """``[sim]``'s workload on a simulated Slurm whose clock checks the queue at the daemon's ``react``
+    period (else every ``interval``)."""
+    s = cfg.sim
+    workload = load_workload(s.workload, seed=s.seed)
+    if s.jobs:
+        workload = workload.with_jobs(workload.jobs[: s.jobs], jobs_limit=s.jobs)
+    tick = cfg.react if 0 < cfg.react < cfg.interval else cfg.interval
+    return kind(workload, tick=tick, speedup=s.speedup, hours=s.hours, once=once)
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(

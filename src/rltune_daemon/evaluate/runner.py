@@ -46,9 +46,9 @@ from rltune_daemon.policies.learned import load_learned, model_identity
 from rltune_daemon.policies.multifactor import Multifactor, leaves_slurm_order
 from rltune_daemon.policies.registry import DAEMON_DEFAULT
 from rltune_daemon.policies.slurm_priority import backfill_interval, read_config_file, site_multifactor
-from rltune_daemon.service.simdaemon import planner_controller
 from rltune_daemon.sim.config import SimConfig
 from rltune_daemon.sim.controller import Controller, PolicyController
+from rltune_daemon.sim.daemon import planner_controller
 from rltune_daemon.sim.engine import Simulator
 from rltune_daemon.traces import load_workload
 from rltune_daemon.traces.stats import estimates_note

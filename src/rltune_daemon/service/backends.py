@@ -7,36 +7,26 @@ import time
 from collections.abc import Callable, Collection, Iterable
 from typing import Any, Protocol
 
+from rltune_daemon.core.cycle import Cluster
 from rltune_daemon.domain import Snapshot
 from rltune_daemon.domain.history import FinishedRuns
+from rltune_daemon.domain.updates import ApplyResult, Fate, JobUpdate, ReadInfo
 from rltune_daemon.service.config import DaemonConfig
-from rltune_daemon.service.simbackend import SimSlurm
-from rltune_daemon.slurm.assemble import ReadInfo
 from rltune_daemon.slurm.errors import SlurmError
 from rltune_daemon.slurm.history import SacctHistory
-from rltune_daemon.slurm.integrity import Fate, ReadLimits
+from rltune_daemon.slurm.integrity import ReadLimits, check_alive
 from rltune_daemon.slurm.pacing import RateLimit, rate_limit_from_config
 from rltune_daemon.slurm.reader import SlurmReader
 from rltune_daemon.slurm.runner import SlurmRunner
-from rltune_daemon.slurm.writer import ApplyResult, JobUpdate, SlurmWriter
-from rltune_daemon.traces import load_workload
+from rltune_daemon.slurm.writer import SlurmWriter
 
 
-class Backend(Protocol):
+class Backend(Cluster, Protocol):
+    """A cluster the live service runs on (``core.cycle.Cluster``) plus what its loop needs between
+    cycles: queue checks, the call count, the clock. ``SlurmBackend`` here; ``sim.backend.SimBackend``
+    for ``--backend sim`` (built by the CLI, so the service never imports the simulator)."""
+
     name: str
-
-    @property
-    def last(self) -> ReadInfo | None: ...
-
-    def read(self) -> Snapshot: ...
-
-    def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], *,
-              site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False,
-              restore: bool = False, should_stop: Callable[[], bool] | None = None) -> ApplyResult: ...
-
-    def confirm(self, job_ids: Collection[str]) -> dict[str, Fate]:
-        """What became of jobs the last read did not list (``integrity.Fate``); only ``ended``/``gone``
-        are evidence that a job is over."""
 
     def watch(self) -> frozenset[tuple[str, str]]:
         """The ``(job id, state)`` set of pending and running jobs now, as ``last.queue`` holds it for
@@ -56,11 +46,6 @@ class Backend(Protocol):
         """Nothing left to do (a finished simulated workload); a live cluster never is."""
 
     def summary(self) -> dict[str, Any]: ...
-
-    def finished_runs(self, rewind: bool = False) -> FinishedRuns | None:
-        """Jobs that ended since the previous call, for a history-based policy (QSSF); ``rewind``: the
-        whole look-back again (a new policy object). None when no read was due (nothing was asked);
-        raises ``SlurmError`` when the history cannot be read (no accounting)."""
 
 
 HISTORY_RETRY_S = 600.0  # a cluster without slurmdbd is not asked every minute
@@ -96,7 +81,11 @@ class SlurmBackend:
         return self.reader.watch()
 
     def confirm(self, job_ids: Collection[str]) -> dict[str, Fate]:
-        return self.reader.confirm(job_ids)
+        """Only Slurm's word that a job is over lets its record go; a job it still lists as pending or
+        running means the read missed it (``SuspectRead``: nothing is written this cycle)."""
+        fates = self.reader.confirm(job_ids)
+        check_alive(fates)
+        return fates
 
     def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], *,
               site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False,
@@ -144,68 +133,3 @@ class SlurmBackend:
             raise
         self._history_due = now + self.history_every
         return runs
-
-
-class SimBackend:
-    """The simulated Slurm (``simbackend.SimSlurm``) on the configured workload. ``once``: the clock
-    starts at the first check with a pending job, so a single cycle (``--once``) has a queue to show.
-    A full run keeps the start before the first arrival: its cycles, ``max_cycles`` and ``hours`` count
-    from there, as offline daemon mode's do (``simdaemon``)."""
-
-    name = "sim"
-
-    def __init__(self, cfg: DaemonConfig, once: bool = False) -> None:
-        s = cfg.sim
-        workload = load_workload(s.workload, seed=s.seed)
-        if s.jobs:
-            workload = workload.with_jobs(workload.jobs[: s.jobs], jobs_limit=s.jobs)
-        tick = cfg.react if 0 < cfg.react < cfg.interval else cfg.interval
-        self.slurm = SimSlurm(workload, tick=tick)
-        if once:
-            self.slurm.skip_to_pending()
-        self.speedup = s.speedup
-        self.workload = workload
-        self.until = self.slurm.sim.now + s.hours * 3600.0 if s.hours else float("inf")
-
-    @property
-    def last(self) -> ReadInfo | None:
-        return self.slurm.last
-
-    def read(self) -> Snapshot:
-        return self.slurm.read()
-
-    def watch(self) -> frozenset[tuple[str, str]]:
-        return self.slurm.queue()
-
-    def confirm(self, job_ids: Collection[str]) -> dict[str, Fate]:
-        return self.slurm.confirm(job_ids)
-
-    def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], *,
-              site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False,
-              restore: bool = False, should_stop: Callable[[], bool] | None = None) -> ApplyResult:
-        return self.slurm.apply(snapshot, updates, site_factor_unknown=site_factor_unknown, dry_run=dry_run,
-                                restore=restore)
-
-    def calls(self) -> int:
-        return 0
-
-    def tick(self, interval: float) -> float:
-        moved = self.slurm.advance()  # the simulated Slurm's own check grid (``tick`` above), as offline
-        return moved / self.speedup if self.speedup > 0 else 0.0
-
-    def clock(self) -> float:
-        return self.slurm.sim.now
-
-    def done(self) -> bool:
-        return self.slurm.done() or self.slurm.sim.now >= self.until
-
-    def summary(self) -> dict[str, Any]:
-        return self.slurm.summary(baseline=self.slurm.done())
-
-    def finished_runs(self, rewind: bool = False) -> FinishedRuns | None:
-        return self.slurm.finished_runs(rewind)
-
-
-def make_backend(cfg: DaemonConfig, once: bool = False) -> Backend:
-    """``once``: the backend serves a single cycle (``--once``; see ``SimBackend``)."""
-    return SimBackend(cfg, once) if cfg.backend == "sim" else SlurmBackend(cfg)

@@ -25,6 +25,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from rltune_daemon.core.steer import MAX_UPDATES_DEFAULT
 from rltune_daemon.errors import UserError
 from rltune_daemon.planner.config import (
     INTERVAL_DEFAULT,
@@ -47,9 +48,6 @@ from rltune_daemon.policies.registry import BASELINES, DAEMON_DEFAULT
 # load the controller without being able to react faster than Slurm's own scheduling passes.
 INTERVAL_MIN = 5.0
 REACT_MIN = 1.0
-# A first cycle on a 10,000-job queue must not hold slurmctld's job lock for seconds (10,000 updates in
-# one burst: a user's sbatch waited 0.5 s; a few hundred per batch: no visible delay). See pacing.py.
-MAX_UPDATES_DEFAULT = 500
 WRITE_BATCH_DEFAULT = 100
 WRITE_RATE_DEFAULT = 200.0
 DEFAULT_CONFIG_PATH = "/etc/rltune-daemon/rltune-daemon.toml"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from rltune_daemon.core.applier import EXC, SITE, Decision
 from rltune_daemon.domain import PlacementKind, Plan, PlanEntry, Snapshot
-from rltune_daemon.service.applier import EXC, SITE, Decision
 
 HEADERS = ("rank", "job", "user", "partition", "priority", "proposed", "placement", "reason")
 

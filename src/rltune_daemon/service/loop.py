@@ -17,25 +17,30 @@ import signal
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import KW_ONLY, asdict, dataclass, field
 from types import FrameType
 from typing import Any, TextIO
 
+from rltune_daemon.core.applier import Applier, Decision, Settled
+from rltune_daemon.core.cycle import Core, Observer, Stage, Where, run_cycle
+from rltune_daemon.core.record import DaemonState
+from rltune_daemon.core.steer import Step, unlisted
 from rltune_daemon.domain import Plan, Snapshot, job_order
+from rltune_daemon.domain.history import FinishedRuns
+from rltune_daemon.domain.updates import ApplyResult, Fate, ReadInfo, UpdateStatus
 from rltune_daemon.errors import UserError
 from rltune_daemon.planner import plan as make_plan
 from rltune_daemon.planner.plan import PlannerMemory
 from rltune_daemon.policies.base import Policy
 from rltune_daemon.policies.registry import make_policy
 from rltune_daemon.service import dryrun
-from rltune_daemon.service.applier import Applier, Decision, Settled
 from rltune_daemon.service.backends import HISTORY_RETRY_S, Backend, SlurmBackend
 from rltune_daemon.service.config import DaemonConfig
 from rltune_daemon.service.metrics import Metrics
 from rltune_daemon.service.notify import Notifier
 from rltune_daemon.service.policy import CountingPlacer, PolicyChoice, choose_policy, trained_under
-from rltune_daemon.service.statefile import DaemonState, StateError, StateFile
-from rltune_daemon.service.steer import steer, unlisted
+from rltune_daemon.service.statefile import StateError, StateFile
 from rltune_daemon.slurm.errors import (
     CallBudgetExceeded,
     CommandTimeout,
@@ -45,8 +50,6 @@ from rltune_daemon.slurm.errors import (
     SlurmError,
     SuspectRead,
 )
-from rltune_daemon.slurm.integrity import Fate, check_alive
-from rltune_daemon.slurm.writer import ApplyResult, UpdateStatus
 
 
 def error_kind(err: BaseException) -> str:
@@ -88,6 +91,7 @@ class CycleReport:
     read_seconds: float = 0.0
     plan_seconds: float = 0.0
     apply_seconds: float = 0.0
+    save_seconds: float = 0.0
     slurm_calls: int = 0
     policy: str = ""
     fallback: str = ""
@@ -116,7 +120,8 @@ class Daemon:
 
     def __init__(self, cfg: DaemonConfig, backend: Backend, *, state_file: StateFile, log: Any,
                  metrics: Metrics | None = None, notifier: Notifier | None = None,
-                 out: TextIO | None = None, table: bool = True) -> None:
+                 out: TextIO | None = None, table: bool = True,
+                 on_stage: Callable[[Stage, float], None] | None = None) -> None:
         self.cfg = cfg
         self.backend = backend
         self.state_file = state_file
@@ -125,17 +130,18 @@ class Daemon:
         self.notifier = notifier or Notifier({})
         self.out = out or sys.stdout
         self.table = table  # --dry-run: print the table of proposed changes each cycle
+        self.on_stage = on_stage  # hears each stage's seconds (read, plan, save, apply): rltune bench
         self.dry_run = cfg.dry_run
-        self.applier = Applier(cfg.planner.hint_cycles, cfg.planner.placement)
         self.choice = choose_policy(cfg.model, cfg.base_policy, cfg.run_model_behind_base)
         self.placer = CountingPlacer(cfg.planner.placer, cfg.planner.milp_time_limit)
         self.planner_cfg = cfg.planner_config()
-        self.state: DaemonState = state_file.load()
+        self.core = Core(Applier(cfg.planner.hint_cycles, cfg.planner.placement), state_file.load(),
+                         cfg.slurm.max_updates_per_cycle)
+        self.applier, self.state = self.core.applier, self.core.state
         self.memory = PlannerMemory(demoted_since=self.state.demoted_since)
         self.cycle_no = 0
         self.trigger = "start"
         self._watch_failing = False
-        self._history_for: Policy | None = None  # the policy object sacct history was fed to
         self._history_failing = False
         self._bad_records: dict[str, str] = {}  # job -> why its record did not parse (logged once)
         self.history_note = ""  # for the dry-run banner
@@ -186,36 +192,26 @@ class Daemon:
         self._publish_policy()
         self.announce()
 
-    def _learn_history(self, rep: CycleReport) -> None:
-        """Feed finished runs to a history-based policy (QSSF). Without them it still orders jobs,
-        by requested time, so a failure is said once (and counted), never a skipped cycle."""
-        policy = self.choice.policy
-        if not policy.learns_history:
-            return
-        rewind = policy is not self._history_for
-        self._history_for = policy
-        try:
-            runs = self.backend.finished_runs(rewind)
-        except SlurmError as err:
-            self.metrics.errors.labels("history").inc()
-            who = self.choice.label
-            effect = policy.without_history(who)
-            if not self._history_failing:
-                self.log.warning("history_unavailable", cycle=rep.cycle, policy=who, error=str(err),
-                                 effect=f"{effect}; retried every {HISTORY_RETRY_S / 60:g} minutes")
-            self._history_failing = True
-            self.history_note = (f"!{who} has no run history ({err}): {effect}; history needs Slurm "
-                                 "accounting (slurmdbd)")
-            return
-        if runs is None:  # no read was due: nothing learned, nothing recovered
-            return
-        policy.learn_runs(runs)
+    def _history_failed(self, rep: CycleReport, err: Exception) -> None:
+        """Without finished runs a history-based policy (QSSF) still orders jobs, by requested time, so
+        a failure is said once (and counted), never a skipped cycle."""
+        self.metrics.errors.labels("history").inc()
+        who = self.choice.label
+        effect = self.choice.policy.without_history(who)
+        if not self._history_failing:
+            self.log.warning("history_unavailable", cycle=rep.cycle, policy=who, error=str(err),
+                             effect=f"{effect}; retried every {HISTORY_RETRY_S / 60:g} minutes")
+        self._history_failing = True
+        self.history_note = (f"!{who} has no run history ({err}): {effect}; history needs Slurm "
+                             "accounting (slurmdbd)")
+
+    def _history_learned(self, rep: CycleReport, policy: Policy, runs: FinishedRuns, rewound: bool) -> None:
         source = (f"sacct, look-back {self.cfg.slurm.history_days:g} days" if self.backend.name == "slurm"
                   else "jobs the simulator finished")
         self.history_note = (f"{self.choice.label} history: {policy.runs_learned} finished run(s) learned "
                              f"({source})")
         self.metrics.history_runs.set(policy.runs_learned)
-        if self._history_failing or rewind:
+        if self._history_failing or rewound:
             self.log.info("history", cycle=rep.cycle, policy=self.choice.label, new_runs=len(runs),
                           runs=policy.runs_learned)
         self._history_failing = False
@@ -255,7 +251,7 @@ class Daemon:
         rep = CycleReport(self.cycle_no, trigger=self.trigger, policy=self.choice.label,
                           fallback=self.choice.fallback)
         try:
-            self._cycle(rep, t0)
+            self._cycle(rep)
         except Exception as exc:  # the daemon outlives any bug in one cycle
             self._error(rep, exc, "cycle")
             rep.outcome = "skipped"
@@ -285,96 +281,30 @@ class Daemon:
         self._bad_records = now
 
     def _confirm_missing(self, snap: Snapshot, unparsed: frozenset[str]) -> dict[str, Fate]:
-        """Ask Slurm about recorded jobs the read did not list: only its word that a job is over lets
-        its record go; a job it still lists as pending or running means the read missed it."""
+        """Ask Slurm about recorded jobs the read did not list (``Backend.confirm``)."""
         missing = unlisted(self.state, snap, unparsed)
-        if not missing:
-            return {}
-        fates = self.backend.confirm(missing)
-        check_alive(fates)
-        return fates
+        return self.backend.confirm(missing) if missing else {}
 
     def _plan(self, snap: Snapshot, rep: CycleReport) -> Plan:
         """The plan of the chosen policy; a model that fails is replaced by the base policy for good
         and the plan made again (a failure of the base policy itself skips the cycle)."""
+        before = self.placer.fallbacks.copy()
         try:
-            return make_plan(snap, self.choice.policy, self.planner_cfg, self.memory, self.placer)
-        except Exception as exc:
-            if not (self.choice.model and not self.choice.fallback):
-                raise
-            self._drop_model(exc)
-            rep.policy, rep.fallback = self.choice.label, self.choice.fallback
-            return make_plan(snap, self.choice.policy, self.planner_cfg, self.memory, self.placer)
-
-    def _cycle(self, rep: CycleReport, t0: float) -> None:
-        try:
-            snap = self.backend.read()
-            info = self.backend.last
-            unparsed = info.unparsed if info is not None else frozenset()
-            if info is not None:
-                self._note_bad_records(rep, info.skipped)
-            fates = self._confirm_missing(snap, unparsed)
-        except SlurmError as err:
-            self._error(rep, err, "read")
-            return
-        t1 = time.monotonic()
-        rep.read_seconds = t1 - t0
-        self.notifier.watchdog()
-        unknown = info.site_factor_unknown if info is not None else frozenset()
-        display = info.display_ids if info is not None else {}
-        rep.jobs_seen, rep.running, rep.unparsed = len(snap.pending), len(snap.running), len(unparsed)
-        self.metrics.observe_snapshot(snap)
-        self._learn_history(rep)
-        fallbacks_before = self.placer.fallbacks.copy()
-        try:
-            step = steer(self.applier, self.state, snap, lambda s: self._plan(s, rep), site_unknown=unknown,
-                         fates=fates, leave_order=self.choice.leave_order,
-                         max_updates=self.cfg.slurm.max_updates_per_cycle,
-                         on_note=lambda note: self.log.warning("reconcile", cycle=rep.cycle, note=note))
-        except Exception as exc:
-            self._error(rep, exc, "plan")
-            return
+            try:
+                return make_plan(snap, self.choice.policy, self.planner_cfg, self.memory, self.placer)
+            except Exception as exc:
+                if not (self.choice.model and not self.choice.fallback):
+                    raise
+                self._drop_model(exc)
+                rep.policy, rep.fallback = self.choice.label, self.choice.fallback
+                return make_plan(snap, self.choice.policy, self.planner_cfg, self.memory, self.placer)
         finally:
-            self._count_placer_fallbacks(rep, fallbacks_before)
-        rep.forgotten = step.forgotten
-        the_plan = self.last_plan = step.plan
-        decision = step.decision
-        rep.deferred = decision.deferred
-        self.metrics.deferred_updates.set(decision.deferred)
-        updates = decision.updates()
-        t2 = time.monotonic()
-        rep.plan_seconds = t2 - t1
-        rep.planned, rep.skipped = len(the_plan.entries), len(the_plan.skipped)
-        self.notifier.watchdog()
-        if self.dry_run:
-            result = self.backend.apply(snap, updates, site_factor_unknown=unknown, dry_run=True)
-            rep.outcome = "dry_run"
-            rep.changed = len({c.job_id for c in decision.changes})
-            self._print_dry_run(the_plan, snap, decision, display, result)
-            rep.apply_seconds = time.monotonic() - t2
-            return
-        settled = Settled()
-        if decision.changes:
-            self.applier.begin(self.state, snap, decision, time.time())
-            try:
-                self._save()  # write-ahead: originals are on disk before Slurm changes
-            except StateError as err:
-                self._error(rep, err, "state")
-                return
-            try:
-                result = self.backend.apply(snap, updates, site_factor_unknown=unknown,
-                                            should_stop=self._stopping)
-            except SlurmError as err:
-                self._error(rep, err, "apply")  # intents stay unconfirmed; the next read settles them
-                self._save()
-                return
-            settled = self.applier.settle(self.state, decision, result)
-            self._count(rep, settled, result)
-        self._save()
-        rep.outcome = "applied"
-        rep.apply_seconds = time.monotonic() - t2
-        if decision.changes:
-            self.log.info("changes", cycle=rep.cycle, **_change_summary(decision, settled))
+            self._count_placer_fallbacks(rep, before)
+
+    def _cycle(self, rep: CycleReport) -> None:
+        rep.outcome = run_cycle(self.backend, self.core, self.choice.policy, lambda s: self._plan(s, rep),
+                                _CycleHooks(self, rep), now=time.time, leave_order=self.choice.leave_order,
+                                dry_run=self.dry_run, should_stop=self._stopping)
 
     def _count(self, rep: CycleReport, s: Settled, result: ApplyResult) -> None:
         rep.changed = len(s.changed_jobs)
@@ -415,7 +345,7 @@ class Daemon:
         fields = asdict(rep)
         fields["errors"] = len(rep.errors)
         fields["error"] = rep.errors[0] if rep.errors else ""
-        for k in ("seconds", "read_seconds", "plan_seconds", "apply_seconds"):
+        for k in ("seconds", "read_seconds", "plan_seconds", "apply_seconds", "save_seconds"):
             fields[k] = round(fields[k], 4)
         fields["dry_run"] = self.dry_run
         fields["backend"] = self.backend.name
@@ -610,3 +540,58 @@ def _flat(summary: dict[str, Any]) -> dict[str, Any]:
         else:
             out[k] = round(v, 3) if isinstance(v, float) else v
     return out
+
+
+class _CycleHooks(Observer):
+    """The live daemon's side of one ``run_cycle``: its report, log lines, metrics, state file and
+    watchdog (the simulator attaches none of these)."""
+
+    def __init__(self, daemon: Daemon, rep: CycleReport) -> None:
+        self.d = daemon
+        self.rep = rep
+
+    def stage(self, name: Stage, seconds: float) -> None:
+        field_name = f"{name}_seconds"
+        setattr(self.rep, field_name, getattr(self.rep, field_name) + seconds)
+        if self.d.on_stage is not None:
+            self.d.on_stage(name, seconds)
+        self.d.notifier.watchdog()
+
+    def failed(self, err: Exception, where: Where) -> None:
+        if where == "history":
+            self.d._history_failed(self.rep, err)
+        else:
+            self.d._error(self.rep, err, where)
+
+    def listed(self, info: ReadInfo) -> None:
+        self.d._note_bad_records(self.rep, info.skipped)
+
+    def confirmed(self, snap: Snapshot, info: ReadInfo) -> None:
+        rep = self.rep
+        rep.jobs_seen, rep.running, rep.unparsed = len(snap.pending), len(snap.running), len(info.unparsed)
+        self.d.metrics.observe_snapshot(snap)
+
+    def learned(self, policy: Policy, runs: FinishedRuns, rewound: bool) -> None:
+        self.d._history_learned(self.rep, policy, runs, rewound)
+
+    def note(self, text: str) -> None:
+        self.d.log.warning("reconcile", cycle=self.rep.cycle, note=text)
+
+    def planned(self, step: Step) -> None:
+        rep, d = self.rep, self.d
+        rep.forgotten = step.forgotten
+        d.last_plan = step.plan
+        rep.deferred = step.decision.deferred
+        d.metrics.deferred_updates.set(step.decision.deferred)
+        rep.planned, rep.skipped = len(step.plan.entries), len(step.plan.skipped)
+
+    def save(self, state: DaemonState) -> None:
+        self.d._save()
+
+    def dry_run(self, step: Step, snap: Snapshot, info: ReadInfo, result: ApplyResult) -> None:
+        self.rep.changed = len({c.job_id for c in step.decision.changes})
+        self.d._print_dry_run(step.plan, snap, step.decision, info.display_ids, result)
+
+    def applied(self, step: Step, settled: Settled, result: ApplyResult) -> None:
+        self.d._count(self.rep, settled, result)
+        self.d.log.info("changes", cycle=self.rep.cycle, **_change_summary(step.decision, settled))

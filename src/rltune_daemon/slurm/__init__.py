@@ -9,7 +9,7 @@ the trace loaders share. Slurm behaviour is cited as "FACTS x": sections of the 
 22.05 kept with the design notes.
 """
 
-from rltune_daemon.slurm.assemble import ReadInfo
+from rltune_daemon.domain.updates import ApplyResult, JobResult, JobUpdate, ReadInfo, UpdateStatus
 from rltune_daemon.slurm.errors import (
     CallBudgetExceeded,
     CommandTimeout,
@@ -22,7 +22,7 @@ from rltune_daemon.slurm.errors import (
 )
 from rltune_daemon.slurm.reader import SlurmReader, SnapshotReader
 from rltune_daemon.slurm.runner import SlurmRunner
-from rltune_daemon.slurm.writer import ApplyResult, JobResult, JobUpdate, SlurmWriter, UpdateStatus
+from rltune_daemon.slurm.writer import SlurmWriter
 
 __all__ = [
     "ApplyResult",

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from rltune_daemon.domain import (
     DEFAULT_PARTITION,
@@ -34,6 +33,7 @@ from rltune_daemon.domain import (
     RunningJob,
     Snapshot,
 )
+from rltune_daemon.domain.updates import ReadInfo
 from rltune_daemon.formats.slurm import compress_hostlist, expand_hostlist
 from rltune_daemon.slurm.parse import (
     JobRecord,
@@ -47,28 +47,6 @@ from rltune_daemon.slurm.parse import (
 UNLIMITED_DEFAULT_S = 365 * 86400.0
 
 
-@dataclass
-class ReadInfo:
-    """What the reader learned besides the Snapshot.
-
-    ``skipped``: ``(id, reason)`` of records left out. ``site_factor_unknown``: pending jobs absent from
-    sprio (held, or released less than ~1 s ago, FACTS a) whose ``site_factor`` of 0 is a guess; the
-    writer always writes SiteFactor for them instead of comparing. ``array_tasks``: tasks per record
-    for pending arrays. ``display_ids``: ``A_T`` / ``A_[tasks]`` ids as users see them in squeue.
-    ``queue``: ``(job id, state)`` of every pending and running job squeue listed, to compare with a
-    later ``watch`` (see ``queue_signature``). ``unparsed``: jobs squeue listed that are not in the
-    Snapshot (a record that did not parse, or left between two calls): they exist, so a record of
-    them is kept, but nothing is planned for them.
-    """
-
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    site_factor_unknown: frozenset[str] = frozenset()
-    array_tasks: dict[str, int] = field(default_factory=dict)
-    display_ids: dict[str, str] = field(default_factory=dict)
-    queue: frozenset[tuple[str, str]] = frozenset()
-    unparsed: frozenset[str] = frozenset()
-    calls: int = 0
-    seconds: float = 0.0
 
 
 def queue_signature(records: Iterable[JobRecord]) -> frozenset[tuple[str, str]]:

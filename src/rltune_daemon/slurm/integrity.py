@@ -22,28 +22,11 @@ from __future__ import annotations
 import random
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Literal
 
 from rltune_daemon.domain import job_order
+from rltune_daemon.domain.updates import Fate
 from rltune_daemon.slurm.errors import SuspectRead
 from rltune_daemon.slurm.parse import ENDED_STATES, LIVE_STATES
-
-FateKind = Literal["ended", "gone", "alive", "other", "unknown"]
-
-
-@dataclass(frozen=True, slots=True)
-class Fate:
-    """What Slurm says of a job a read did not list. ``ended``: a final state; ``gone``: Slurm no longer
-    knows the id ("Invalid job id specified"); ``alive``: PENDING or RUNNING (then the read missed it);
-    ``other``: another state (suspended, completing, requeued...): it exists but is not pending;
-    ``unknown``: no answer either way. Only ``ended`` and ``gone`` are evidence that a job is over."""
-
-    kind: FateKind
-    state: str = ""
-
-    @property
-    def over(self) -> bool:
-        return self.kind in ("ended", "gone")
 
 
 def fate_of(state: str) -> Fate:

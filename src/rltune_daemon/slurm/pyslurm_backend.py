@@ -24,8 +24,9 @@ from types import ModuleType
 from typing import Any
 
 from rltune_daemon.domain import Snapshot
+from rltune_daemon.domain.updates import ReadInfo
 from rltune_daemon.errors import UserError
-from rltune_daemon.slurm.assemble import UNLIMITED_DEFAULT_S, ReadInfo, build_snapshot
+from rltune_daemon.slurm.assemble import UNLIMITED_DEFAULT_S, build_snapshot
 from rltune_daemon.slurm.parse import JobRecord, NodeRecord, PrioRecord, TresRecord, gpus_in_spec, parse_sprio
 from rltune_daemon.slurm.reader import sprio_argv
 from rltune_daemon.slurm.runner import SlurmRunner

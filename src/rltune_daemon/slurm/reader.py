@@ -17,10 +17,10 @@ from collections.abc import Collection, Sequence
 from typing import Protocol, runtime_checkable
 
 from rltune_daemon.domain import Snapshot, job_order
-from rltune_daemon.slurm.assemble import UNLIMITED_DEFAULT_S, ReadInfo, build_snapshot
+from rltune_daemon.domain.updates import Fate, ReadInfo
+from rltune_daemon.slurm.assemble import UNLIMITED_DEFAULT_S, build_snapshot
 from rltune_daemon.slurm.errors import ControllerDown, SlurmError, SuspectRead
 from rltune_daemon.slurm.integrity import (
-    Fate,
     ReadLimits,
     check_drop,
     check_sprio,

@@ -26,10 +26,10 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 
 from rltune_daemon.domain import PendingState, Snapshot
+from rltune_daemon.domain.updates import ApplyResult, JobResult, JobUpdate, UpdateStatus
 from rltune_daemon.formats.slurm import compress_hostlist, expand_hostlist
 from rltune_daemon.slurm.errors import CommandTimeout, InvalidUpdate
 from rltune_daemon.slurm.runner import CONTROLLER_DOWN_MARKERS, SlurmRunner
@@ -40,68 +40,12 @@ _FOR_JOB = re.compile(r"^(?P<msg>.*?)\s+for job (?P<id>\d+)")
 _UNKNOWN_MARKERS = (*CONTROLLER_DOWN_MARKERS, "Unexpected message received")
 
 
-class UpdateStatus(StrEnum):
-    APPLIED = "applied"
-    FAILED = "failed"  # Slurm rejected the line; nothing of it was applied (FACTS d)
-    UNKNOWN = "unknown"  # timeout / controller trouble: re-read before deciding
-    REFUSED = "refused"  # not sent: job not pending, held or admin-prioritised
-    UNCHANGED = "unchanged"  # not sent: already at the requested values
-    PLANNED = "planned"  # dry run: would be sent
 
 
-@dataclass(frozen=True, slots=True)
-class JobUpdate:
-    """Requested values for one pending job (``None`` = leave as is). Node lists are node names;
-    an empty tuple clears the list."""
-
-    job_id: str
-    site_factor: int | None = None
-    req_nodes: tuple[str, ...] | None = None
-    exc_nodes: tuple[str, ...] | None = None
-    oversubscribe: bool | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class JobResult:
-    job_id: str
-    status: UpdateStatus
-    reason: str = ""
-    line: str = ""
 
 
-@dataclass(frozen=True)
-class ApplyResult:
-    results: tuple[JobResult, ...]
-    rc: int | None = None
-    seconds: float = 0.0
-    dry_run: bool = False
-    stderr: str = field(default="", repr=False)
-
-    def _ids(self, status: UpdateStatus) -> tuple[str, ...]:
-        return tuple(r.job_id for r in self.results if r.status is status)
-
-    @property
-    def applied(self) -> tuple[str, ...]:
-        return self._ids(UpdateStatus.APPLIED)
-
-    @property
-    def failed(self) -> tuple[str, ...]:
-        return self._ids(UpdateStatus.FAILED)
-
-    @property
-    def unknown(self) -> tuple[str, ...]:
-        return self._ids(UpdateStatus.UNKNOWN)
-
-    @property
-    def refused(self) -> tuple[str, ...]:
-        return self._ids(UpdateStatus.REFUSED)
-
-    @property
-    def lines(self) -> tuple[str, ...]:
-        return tuple(r.line for r in self.results if r.line)
-
-    def by_job(self) -> dict[str, JobResult]:
-        return {r.job_id: r for r in self.results}
 
 
 # ---- building and validating -------------------------------------------------------------------

@@ -36,8 +36,8 @@ from rltune_daemon.errors import UserError
 from rltune_daemon.features.naive import NAIVE_DIM
 from rltune_daemon.planner.config import INTERVAL_DEFAULT
 from rltune_daemon.policies.slurm_priority import site_multifactor
-from rltune_daemon.service.simdaemon import planner_controller
 from rltune_daemon.sim import Simulator, simulate
+from rltune_daemon.sim.daemon import planner_controller
 from rltune_daemon.traces import load_workload, split_by_time
 from rltune_daemon.train.args import TrainArgs, base_policy, check_args, rollout_planner, sim_config
 from rltune_daemon.train.episodes import Episodes

@@ -33,11 +33,10 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from rltune_daemon.core.record import DaemonState, FieldChange, JobRecord, Value
 from rltune_daemon.domain import PendingState, Plan, PlanEntry, Snapshot
+from rltune_daemon.domain.updates import ApplyResult, Fate, JobUpdate, UpdateStatus
 from rltune_daemon.formats.slurm import expand_hostlist
-from rltune_daemon.service.statefile import DaemonState, FieldChange, JobRecord, Value
-from rltune_daemon.slurm.integrity import Fate
-from rltune_daemon.slurm.writer import ApplyResult, JobUpdate, UpdateStatus
 
 SITE, EXC, REQ = "site_factor", "exc_nodes", "req_nodes"
 FIELD_LABEL = {SITE: "SiteFactor", EXC: "ExcNodeList", REQ: "ReqNodeList"}

@@ -1,16 +1,19 @@
 """Offline daemon mode: the daemon's own decision and write path against the simulated Slurm.
 
 Every ``interval`` seconds (and, with ``react`` > 0, at a queue check every ``react`` seconds that sees a
-job arrive, start or end) the engine's tick runs one daemon cycle: read the ``SimulatedSlurm``, ask it
-about recorded jobs the read did not list, ``steer`` (settle the undo record, plan, choose the writes
-with the service ``Applier``), then ``Applier.begin`` -> ``SimulatedSlurm.apply`` (the writer's own
-validation) -> ``Applier.settle``. Between cycles the simulated Slurm schedules by multifactor +
-SiteFactor and honours ExcNodeList hints. ``rltune-daemon --backend sim`` runs the same
-``SimulatedSlurm`` and the same ``steer`` on the same tick grid, so both give the same schedule.
+job arrive, start or end) the engine's tick runs one daemon cycle, ``core.cycle.run_cycle``: the live
+daemon's own function, on the ``SimulatedSlurm`` (whose writes go through the Slurm writer's own
+validation). Between cycles the simulated Slurm schedules by multifactor + SiteFactor and honours
+ExcNodeList hints. ``rltune-daemon --backend sim`` runs the same ``SimulatedSlurm`` and the same cycle
+on the same tick grid, so both give the same schedule.
 """
 
 from __future__ import annotations
 
+from rltune_daemon.core.applier import Applier
+from rltune_daemon.core.cycle import Core, Strict, run_cycle
+from rltune_daemon.core.record import DaemonState
+from rltune_daemon.core.steer import MAX_UPDATES_DEFAULT
 from rltune_daemon.domain import Plan, Snapshot
 from rltune_daemon.domain.arrays import I64
 from rltune_daemon.placement.context import Placer
@@ -19,14 +22,12 @@ from rltune_daemon.planner.config import PlannerConfig
 from rltune_daemon.planner.plan import PlannerMemory, plan
 from rltune_daemon.policies.base import Policy
 from rltune_daemon.policies.multifactor import Multifactor
-from rltune_daemon.service.applier import Applier
-from rltune_daemon.service.config import MAX_UPDATES_DEFAULT
-from rltune_daemon.service.simbackend import SimulatedSlurm
-from rltune_daemon.service.statefile import DaemonState
-from rltune_daemon.service.steer import steer, unlisted
 from rltune_daemon.sim.controller import Controller, PolicyController
 from rltune_daemon.sim.engine import Simulator
 from rltune_daemon.sim.modes import EventModeController, default_placer
+from rltune_daemon.sim.slurm import SimulatedSlurm
+
+STRICT = Strict()
 
 
 class DaemonModeController(Controller):
@@ -45,14 +46,11 @@ class DaemonModeController(Controller):
         self.full_interval = interval
         self.react = react if 0 < react < interval else 0.0
         self.interval = self.react or interval  # the engine ticks at the queue-check period
-        self.max_updates = max_updates
         self.slurm = SimulatedSlurm(base, display=False)
-        self.applier = Applier(hint_cycles, self.cfg.placement)
-        self.state = DaemonState()
-        self.memory = PlannerMemory(demoted_since=self.state.demoted_since)
+        self.core = Core(Applier(hint_cycles, self.cfg.placement), DaemonState(), max_updates)
+        self.memory = PlannerMemory(demoted_since=self.core.state.demoted_since)
         self._last_cycle = float("-inf")
         self._seen: tuple[int, int, int] = (-1, -1, -1)
-        self._history_rewind = True
         self.cycles = 0
         self.plans = 0
 
@@ -78,24 +76,11 @@ class DaemonModeController(Controller):
         return plan(snap, self.policy, self.cfg, self.memory, self.placer)
 
     def cycle(self, sim: Simulator) -> None:
-        """One daemon cycle (``Daemon._cycle`` without its logging, metrics and state file)."""
+        """One daemon cycle: ``core.cycle.run_cycle``, the live daemon's own, with nothing to log or
+        save and the simulated clock for the record's timestamps."""
         self.cycles += 1
-        slurm = self.slurm
-        if self.policy.learns_history:  # what sacct gives the live daemon: runs ended since last asked
-            runs = slurm.finished_runs(self._history_rewind)
-            self._history_rewind = False
-            if len(runs):
-                self.policy.learn_runs(runs)
-        snap = slurm.read()
-        missing = unlisted(self.state, snap)
-        fates = slurm.confirm(missing) if missing else {}
-        step = steer(self.applier, self.state, snap, self._plan, fates=fates, leave_order=self.leave_order,
-                     max_updates=self.max_updates)
-        if not step.decision.changes:
-            return
-        self.applier.begin(self.state, snap, step.decision, sim.now)
-        result = slurm.apply(snap, step.decision.updates())
-        self.applier.settle(self.state, step.decision, result)
+        run_cycle(self.slurm, self.core, self.policy, self._plan, STRICT, now=lambda: sim.now,
+                  leave_order=self.leave_order)
 
 
 def planner_controller(policy: Policy, mode: str, placement: bool = True, placer: Placer | None = None,

@@ -2,7 +2,7 @@
 
 ``SimulatedSlurm`` is Slurm's side (priorities with the daemon's SiteFactors, node restrictions, reads,
 validated writes) over a Simulator; ``SimSlurm`` adds the clock for ``--backend sim``. Offline daemon
-mode (``simdaemon``) runs the same ``SimulatedSlurm`` under the engine's ticks, so both run one
+mode (``sim.daemon``) runs the same ``SimulatedSlurm`` under the engine's ticks, so both run one
 planner -> applier -> writer path. Job ids are renumbered 1..N (Slurm ids are numbers); the trace's own
 ids are shown as display names.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 import numpy as np
@@ -20,15 +20,14 @@ from rltune_daemon.domain import PendingState, Snapshot, Workload
 from rltune_daemon.domain.arrays import I64
 from rltune_daemon.domain.history import FinishedRuns
 from rltune_daemon.domain.queue import QueueView
+from rltune_daemon.domain.updates import ApplyResult, Fate, JobResult, JobUpdate, ReadInfo, UpdateStatus
 from rltune_daemon.formats.slurm import compress_hostlist
 from rltune_daemon.policies.multifactor import Multifactor
 from rltune_daemon.sim.config import SimConfig
 from rltune_daemon.sim.controller import Controller, tiered_order
 from rltune_daemon.sim.engine import Simulator, drive, simulate
 from rltune_daemon.sim.metrics import summarize
-from rltune_daemon.slurm.assemble import ReadInfo
-from rltune_daemon.slurm.integrity import Fate
-from rltune_daemon.slurm.writer import ApplyResult, JobResult, JobUpdate, UpdateStatus, prepare
+from rltune_daemon.slurm.writer import prepare
 
 
 class SimulatedSlurm:
@@ -132,10 +131,11 @@ class SimulatedSlurm:
 
     def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], *,
               site_factor_unknown: Collection[str] = frozenset(), dry_run: bool = False,
-              restore: bool = False) -> ApplyResult:
-        """Validate as the Slurm writer does, then set. The scheduling pass Slurm runs after a job
-        update is the one the clock's owner runs right after the daemon's cycle (the engine's tick); a
-        cycle that changed nothing gets none, as the cluster without the daemon would not."""
+              restore: bool = False, should_stop: Callable[[], bool] | None = None) -> ApplyResult:
+        """Validate as the Slurm writer does, then set (at once: nothing to stop between batches). The
+        scheduling pass Slurm runs after a job update is the one the clock's owner runs right after the
+        daemon's cycle (the engine's tick); a cycle that changed nothing gets none, as the cluster
+        without the daemon would not."""
         ups = {u.job_id: u for u in updates}
         prep = prepare(snapshot, ups.values(), site_factor_unknown=site_factor_unknown, restore=restore)
         if dry_run:
@@ -203,7 +203,7 @@ class SimSlurm(SimulatedSlurm):
     its clock. The clock moves from one queue check to the next on the engine's own tick grid (every
     ``tick`` seconds: the daemon's ``react``, else its ``interval``; idle stretches skipped), and the
     daemon's cycle at a tick sees the queue before the jobs that arrive or end at that instant, exactly
-    as offline daemon mode does (``simdaemon``), so both give the same schedule."""
+    as offline daemon mode does (``sim.daemon``), so both give the same schedule."""
 
     def __init__(self, workload: Workload, config: SimConfig | None = None,
                  base: Multifactor | None = None, tick: float = 60.0) -> None:

@@ -10,10 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
+from rltune_daemon.core.applier import Applier, Decision
+from rltune_daemon.core.record import DaemonState
 from rltune_daemon.domain import Plan, Snapshot
-from rltune_daemon.service.applier import Applier, Decision
-from rltune_daemon.service.statefile import DaemonState
-from rltune_daemon.slurm.integrity import Fate
+from rltune_daemon.domain.updates import Fate
+
+# A first cycle on a 10,000-job queue must not hold slurmctld's job lock for seconds (10,000 updates in
+# one burst: a user's sbatch waited 0.5 s; a few hundred per batch: no visible delay). See slurm/pacing.py.
+MAX_UPDATES_DEFAULT = 500
 
 
 @dataclass
