@@ -176,3 +176,50 @@ def report(graph: Graph) -> list[str]:
 def test_no_package_import_cycles() -> None:
     lines = report(import_graph())
     assert not lines, "packages import each other in a circle:\n" + "\n".join(lines)
+
+
+def reachable(graph: Graph, unit: str) -> dict[str, list[str]]:
+    """Every unit ``unit`` imports, directly or through others: unit -> the path that reaches it."""
+    paths: dict[str, list[str]] = {unit: [unit]}
+    queue = deque([unit])
+    while queue:
+        v = queue.popleft()
+        for w in sorted(graph.get(v, {})):
+            if w not in paths:
+                paths[w] = [*paths[v], w]
+                queue.append(w)
+    del paths[unit]
+    return paths
+
+
+# The decision core does no Slurm I/O and knows no simulator; the daemon (core + live service) never
+# imports the simulator; the offline tools never reach the live service. ``replay`` and ``bench`` run
+# the live service against a real Slurm, and ``cli``/``demo`` assemble everything: they may.
+LAYER_RULES = {
+    "core": ("slurm", "sim", "service"),
+    "service": ("sim",),
+    "evaluate": ("service",),
+    "train": ("service",),
+    "site": ("service",),
+    "sim": ("service",),
+    "traces": ("service",),
+}
+
+
+def test_layers_stay_apart() -> None:
+    graph = import_graph()
+    broken = []
+    for unit, forbidden in LAYER_RULES.items():
+        assert unit in graph, f"{unit} is no longer a package: update LAYER_RULES"
+        paths = reachable(graph, unit)
+        for target in forbidden:
+            if target in paths:
+                path = paths[target]
+                first = graph[path[0]][path[1]][0]
+                broken.append(f"{unit} reaches {target}: {' -> '.join(path)} (first import {first})")
+    assert not broken, "\n".join(broken)
+
+
+def test_layer_rules_can_fail() -> None:
+    graph: Graph = {"core": {"planner": ["core/a.py:1"]}, "planner": {"sim": ["planner/b.py:2"]}, "sim": {}}
+    assert reachable(graph, "core") == {"planner": ["core", "planner"], "sim": ["core", "planner", "sim"]}

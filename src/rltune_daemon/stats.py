@@ -13,6 +13,9 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 SIGMA_DEFAULT = 2.0
 
 
@@ -52,3 +55,32 @@ def overall(verdicts: Iterable[str]) -> str:
     if "higher" in v:
         return "worse"
     return "tie"
+
+
+def ranks(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Ranks from 1, ties sharing their average rank (as Spearman's coefficient needs)."""
+    order = np.argsort(x, kind="stable")
+    r = np.empty(len(x))
+    r[order] = np.arange(1, len(x) + 1, dtype=np.float64)
+    vals, inverse = np.unique(x, return_inverse=True)
+    sums = np.bincount(inverse, weights=r)
+    counts = np.bincount(inverse)
+    return (sums / counts)[inverse] if len(vals) < len(x) else r
+
+
+def spearman(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> float:
+    """Spearman rank correlation over the pairs where both are known (NaN with fewer than 2)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    ok = ~(np.isnan(a) | np.isnan(b))
+    if ok.sum() < 2:
+        return math.nan
+    ra, rb = ranks(a[ok]), ranks(b[ok])
+    sa, sb = ra.std(), rb.std()
+    if sa == 0 or sb == 0:
+        return 1.0 if sa == sb else 0.0
+    return float(((ra - ra.mean()) * (rb - rb.mean())).mean() / (sa * sb))
+
+
+def rel_error(sim: float, real: float) -> float:
+    return (sim - real) / real if real else (0.0 if sim == real else math.inf)
+

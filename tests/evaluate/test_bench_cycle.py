@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from rltune_daemon.cli.bench_cycle import (
+from rltune_daemon.bench.cycle import (
     STAGES,
     min_moves,
     parse_policies,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rltune_daemon.cli.bench_decide import decision_snapshot
+from rltune_daemon.bench.decide import decision_snapshot
 from rltune_daemon.cli.main import main
 from rltune_daemon.traces import load_workload
 

@@ -25,7 +25,7 @@ COMMAND_MODULES = (
     "rltune_daemon.cli.trace_cmd",
     "rltune_daemon.cli.evaluate_cmd",
     "rltune_daemon.cli.compare_cmd",
-    "rltune_daemon.cli.bench_cmd",
+    "rltune_daemon.bench.command",
     "rltune_daemon.cli.train_cmd",
     "rltune_daemon.cli.heldout_cmd",
     "rltune_daemon.cli.replay_cmd",

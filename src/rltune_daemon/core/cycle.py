@@ -15,8 +15,9 @@ and the next read settles it.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -27,8 +28,9 @@ from rltune_daemon.domain import Plan, Snapshot
 from rltune_daemon.domain.history import FinishedRuns
 from rltune_daemon.domain.updates import ApplyResult, Fate, JobUpdate, ReadInfo
 from rltune_daemon.policies.base import Policy
+from rltune_daemon.spans import span
 
-Stage = Literal["read", "plan", "apply", "save"]
+Stage = Literal["read", "history", "plan", "apply", "save"]
 Where = Literal["read", "history", "plan", "state", "apply"]
 Outcome = Literal["applied", "dry_run", "skipped"]
 
@@ -57,8 +59,9 @@ class Observer:
     failure the live service would log and survive (``service.loop`` overrides it)."""
 
     def stage(self, name: Stage, seconds: float) -> None:
-        """A stage ended: ``read`` (read + confirm), ``plan`` (history + steer), ``save`` (each save of
-        the undo record), ``apply`` (the writes, dry-run included)."""
+        """A stage ended: ``read`` (read + confirm), ``history`` (finished runs for a history-based
+        policy), ``plan`` (settle the record, plan, choose the writes), ``save`` (each save of the undo
+        record), ``apply`` (the writes, dry-run included). A stage that raised is not reported."""
 
     def failed(self, err: Exception, where: Where) -> None:
         raise err
@@ -119,10 +122,13 @@ class Core:
     history: HistoryFeed = field(default_factory=HistoryFeed)
 
 
-def _timed(obs: Observer, name: Stage, since: float) -> float:
-    now = time.monotonic()
-    obs.stage(name, now - since)
-    return now
+@contextlib.contextmanager
+def _stage(obs: Observer, name: Stage) -> Iterator[None]:
+    """Time a stage for the observer, and as a span for a benchmark's finer split (``spans``)."""
+    t0 = time.monotonic()
+    with span(name):
+        yield
+    obs.stage(name, time.monotonic() - t0)
 
 
 def run_cycle(cluster: Cluster, core: Core, policy: Policy, planner: Callable[[Snapshot], Plan],
@@ -132,63 +138,61 @@ def run_cycle(cluster: Cluster, core: Core, policy: Policy, planner: Callable[[S
     snapshot; ``now``: the clock the record's timestamps use (wall time live, simulated time offline).
     Returns what the cycle did; every failure goes to ``obs.failed`` and skips the rest."""
     state, applier = core.state, core.applier
-    t = time.monotonic()
     try:
-        snap = cluster.read()
-        info = cluster.last or ReadInfo()
-        obs.listed(info)
-        missing = unlisted(state, snap, info.unparsed)
-        fates = cluster.confirm(missing) if missing else {}
+        with _stage(obs, "read"):
+            snap = cluster.read()
+            info = cluster.last or ReadInfo()
+            obs.listed(info)
+            missing = unlisted(state, snap, info.unparsed)
+            fates = cluster.confirm(missing) if missing else {}
     except Exception as err:
         obs.failed(err, "read")
         return "skipped"
-    t = _timed(obs, "read", t)
     obs.confirmed(snap, info)
     try:
-        runs, rewound = core.history.learn(cluster, policy)
+        with _stage(obs, "history"):
+            runs, rewound = core.history.learn(cluster, policy)
     except Exception as err:  # without runs a history policy still orders jobs: not a skipped cycle
         obs.failed(err, "history")
     else:
         if runs is not None:
             obs.learned(policy, runs, rewound)
     try:
-        step = steer(applier, state, snap, planner, site_unknown=info.site_factor_unknown, fates=fates,
-                     leave_order=leave_order, max_updates=core.max_updates, on_note=obs.note)
+        with _stage(obs, "plan"):
+            step = steer(applier, state, snap, planner, site_unknown=info.site_factor_unknown, fates=fates,
+                         leave_order=leave_order, max_updates=core.max_updates, on_note=obs.note)
     except Exception as err:
         obs.failed(err, "plan")
         return "skipped"
-    t = _timed(obs, "plan", t)
     obs.planned(step)
     decision: Decision = step.decision
     updates = decision.updates()
     unknown = info.site_factor_unknown
     if dry_run:
-        result = cluster.apply(snap, updates, site_factor_unknown=unknown, dry_run=True)
-        _timed(obs, "apply", t)
+        with _stage(obs, "apply"):
+            result = cluster.apply(snap, updates, site_factor_unknown=unknown, dry_run=True)
         obs.dry_run(step, snap, info, result)
         return "dry_run"
     if decision.changes:
         applier.begin(state, snap, decision, now())
         if not _save(obs, state):  # write-ahead: originals are on disk before Slurm changes
             return "skipped"
-        t = time.monotonic()
         try:
-            result = cluster.apply(snap, updates, site_factor_unknown=unknown, should_stop=should_stop)
+            with _stage(obs, "apply"):
+                result = cluster.apply(snap, updates, site_factor_unknown=unknown, should_stop=should_stop)
         except Exception as err:
             obs.failed(err, "apply")  # intents stay unconfirmed; the next read settles them
             _save(obs, state)
             return "skipped"
-        _timed(obs, "apply", t)
         obs.applied(step, applier.settle(state, decision, result), result)
     return "applied" if _save(obs, state) else "skipped"
 
 
 def _save(obs: Observer, state: DaemonState) -> bool:
-    t = time.monotonic()
     try:
-        obs.save(state)
+        with _stage(obs, "save"):
+            obs.save(state)
     except Exception as err:
         obs.failed(err, "state")
         return False
-    _timed(obs, "save", t)
     return True

@@ -26,6 +26,7 @@ from rltune_daemon.features import naive
 from rltune_daemon.features.naive import naive_features
 from rltune_daemon.features.schema import new_history
 from rltune_daemon.policies.base import Policy
+from rltune_daemon.spans import span
 
 MAX_QUEUE = 256
 MODEL_FILE = "actor.pt"
@@ -110,8 +111,9 @@ class LearnedPolicy(Policy):
 
         if self.learns_history:
             view = dataclasses.replace(view, history=self.history)
-        x = torch.from_numpy(np.ascontiguousarray(feature_matrix(view, self.feature_mode)))
-        with torch.no_grad():
+        with span("features"):
+            x = torch.from_numpy(np.ascontiguousarray(feature_matrix(view, self.feature_mode)))
+        with span("actor"), torch.no_grad():
             out = self.actor(x)
         return np.asarray(out.detach().numpy(), dtype=np.float64)
 

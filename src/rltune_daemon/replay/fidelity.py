@@ -8,43 +8,21 @@ shows as 1 to 3 s at S = 60, so the real run time would add noise, not informati
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from rltune_daemon.domain.arrays import F64
 from rltune_daemon.sim.metrics import summarize
+from rltune_daemon.stats import rel_error, spearman
 
 REFERENCE = "multifactor"
 
 
-def ranks(x: F64) -> F64:
-    """Ranks from 1, ties sharing their average rank (as Spearman's coefficient needs)."""
-    order = np.argsort(x, kind="stable")
-    r = np.empty(len(x))
-    r[order] = np.arange(1, len(x) + 1, dtype=np.float64)
-    vals, inverse = np.unique(x, return_inverse=True)
-    sums = np.bincount(inverse, weights=r)
-    counts = np.bincount(inverse)
-    return (sums / counts)[inverse] if len(vals) < len(x) else r
 
 
-def spearman(a: F64, b: F64) -> float:
-    """Spearman rank correlation over the pairs where both are known (NaN with fewer than 2)."""
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    ok = ~(np.isnan(a) | np.isnan(b))
-    if ok.sum() < 2:
-        return math.nan
-    ra, rb = ranks(a[ok]), ranks(b[ok])
-    sa, sb = ra.std(), rb.std()
-    if sa == 0 or sb == 0:
-        return 1.0 if sa == sb else 0.0
-    return float(((ra - ra.mean()) * (rb - rb.mean())).mean() / (sa * sb))
 
 
-def rel_error(sim: float, real: float) -> float:
-    return (sim - real) / real if real else (0.0 if sim == real else math.inf)
 
 
 def metrics(submit: F64, start: F64, runtime: F64, gpus: F64, total_gpus: int) -> dict[str, Any]:

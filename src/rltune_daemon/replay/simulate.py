@@ -14,13 +14,10 @@ from rltune_daemon.planner.config import INTERVAL_DEFAULT, REACT_DEFAULT
 from rltune_daemon.policies.multifactor import Multifactor, MultifactorWeights
 from rltune_daemon.replay.arms import Arm
 from rltune_daemon.replay.window import ReplayWindow
-from rltune_daemon.sim.config import SimConfig
+from rltune_daemon.sim.config import SLURM_RESERVATIONS, SimConfig
 from rltune_daemon.sim.controller import Controller, PolicyController
 from rltune_daemon.sim.daemon import DaemonModeController
 from rltune_daemon.sim.engine import SimResult, Simulator
-
-SLURM_RESERVATIONS = 500  # Slurm's bf_max_job_test default: backfill reserves for every job it tests
-
 
 PASSES = ("events", "grid", "main+grid")
 

@@ -17,7 +17,6 @@ import signal
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import KW_ONLY, asdict, dataclass, field
 from types import FrameType
 from typing import Any, TextIO
@@ -120,8 +119,7 @@ class Daemon:
 
     def __init__(self, cfg: DaemonConfig, backend: Backend, *, state_file: StateFile, log: Any,
                  metrics: Metrics | None = None, notifier: Notifier | None = None,
-                 out: TextIO | None = None, table: bool = True,
-                 on_stage: Callable[[Stage, float], None] | None = None) -> None:
+                 out: TextIO | None = None, table: bool = True) -> None:
         self.cfg = cfg
         self.backend = backend
         self.state_file = state_file
@@ -130,7 +128,6 @@ class Daemon:
         self.notifier = notifier or Notifier({})
         self.out = out or sys.stdout
         self.table = table  # --dry-run: print the table of proposed changes each cycle
-        self.on_stage = on_stage  # hears each stage's seconds (read, plan, save, apply): rltune bench
         self.dry_run = cfg.dry_run
         self.choice = choose_policy(cfg.model, cfg.base_policy, cfg.run_model_behind_base)
         self.placer = CountingPlacer(cfg.planner.placer, cfg.planner.milp_time_limit)
@@ -146,6 +143,8 @@ class Daemon:
         self._bad_records: dict[str, str] = {}  # job -> why its record did not parse (logged once)
         self.history_note = ""  # for the dry-run banner
         self.last_plan: Plan | None = None
+        self.last_snapshot: Snapshot | None = None  # the last complete read, and what the cycle sent
+        self.last_result: ApplyResult | None = None
         self.stop_signal: int | None = None
         if isinstance(backend, SlurmBackend):
             backend.runner.on_wait = self._tick
@@ -302,6 +301,7 @@ class Daemon:
             self._count_placer_fallbacks(rep, before)
 
     def _cycle(self, rep: CycleReport) -> None:
+        self.last_result = None
         rep.outcome = run_cycle(self.backend, self.core, self.choice.policy, lambda s: self._plan(s, rep),
                                 _CycleHooks(self, rep), now=time.time, leave_order=self.choice.leave_order,
                                 dry_run=self.dry_run, should_stop=self._stopping)
@@ -551,10 +551,9 @@ class _CycleHooks(Observer):
         self.rep = rep
 
     def stage(self, name: Stage, seconds: float) -> None:
-        field_name = f"{name}_seconds"
+        # the log line's plan time has always included the history read
+        field_name = f"{'plan' if name == 'history' else name}_seconds"
         setattr(self.rep, field_name, getattr(self.rep, field_name) + seconds)
-        if self.d.on_stage is not None:
-            self.d.on_stage(name, seconds)
         self.d.notifier.watchdog()
 
     def failed(self, err: Exception, where: Where) -> None:
@@ -569,6 +568,7 @@ class _CycleHooks(Observer):
     def confirmed(self, snap: Snapshot, info: ReadInfo) -> None:
         rep = self.rep
         rep.jobs_seen, rep.running, rep.unparsed = len(snap.pending), len(snap.running), len(info.unparsed)
+        self.d.last_snapshot = snap
         self.d.metrics.observe_snapshot(snap)
 
     def learned(self, policy: Policy, runs: FinishedRuns, rewound: bool) -> None:
@@ -590,8 +590,10 @@ class _CycleHooks(Observer):
 
     def dry_run(self, step: Step, snap: Snapshot, info: ReadInfo, result: ApplyResult) -> None:
         self.rep.changed = len({c.job_id for c in step.decision.changes})
+        self.d.last_result = result
         self.d._print_dry_run(step.plan, snap, step.decision, info.display_ids, result)
 
     def applied(self, step: Step, settled: Settled, result: ApplyResult) -> None:
+        self.d.last_result = result
         self.d._count(self.rep, settled, result)
         self.d.log.info("changes", cycle=self.rep.cycle, **_change_summary(step.decision, settled))

@@ -26,6 +26,7 @@ from rltune_daemon.policies.base import Policy
 from rltune_daemon.policies.multifactor import leaves_slurm_order
 from rltune_daemon.policies.registry import DAEMON_DEFAULT, make_policy
 from rltune_daemon.policies.standing import standing
+from rltune_daemon.spans import span
 
 
 @dataclass
@@ -156,7 +157,8 @@ class CountingPlacer:
                 self.inner = make_milp_placer(time_limit=time_limit, time_mode="elapsed")
 
     def __call__(self, ctx: PlacementContext, rows: I64) -> PlacementResult:
-        result = self.inner(ctx, rows)
+        with span("milp"):
+            result = self.inner(ctx, rows)
         if self.kind == "milp" and (self.unavailable or result.fallback or result.solver != "milp"):
             reason = "unavailable" if self.unavailable else result.reason
             self.fallbacks[reason if reason in PLACER_FALLBACK_REASONS else "solver-error"] += 1

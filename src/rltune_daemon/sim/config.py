@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from rltune_daemon.domain.effects import EffectsConfig
 from rltune_daemon.errors import UserError
 
+SLURM_RESERVATIONS = 500  # Slurm's bf_max_job_test default: backfill reserves for every job it tests
+
 
 @dataclass(frozen=True)
 class SimConfig:

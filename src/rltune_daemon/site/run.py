@@ -26,7 +26,7 @@ from rltune_daemon.evaluate.verdict import LEAVE, decide
 from rltune_daemon.policies.learned import read_manifest
 from rltune_daemon.policies.multifactor import Multifactor, MultifactorWeights
 from rltune_daemon.policies.slurm_priority import cluster_weights
-from rltune_daemon.replay.simulate import SLURM_RESERVATIONS
+from rltune_daemon.sim.config import SLURM_RESERVATIONS
 from rltune_daemon.site.exports import Exports, ProgressSay, read_dir, read_live, write_dir
 from rltune_daemon.site.history import History, load_history
 from rltune_daemon.site.selfcheck import self_check, trust

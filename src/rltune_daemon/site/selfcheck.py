@@ -18,11 +18,11 @@ import numpy as np
 from rltune_daemon.domain.arrays import F64
 from rltune_daemon.harm import wait_by_class
 from rltune_daemon.policies.multifactor import Multifactor
-from rltune_daemon.replay.fidelity import rel_error, spearman
 from rltune_daemon.sim.config import SimConfig
 from rltune_daemon.sim.controller import PolicyController
 from rltune_daemon.sim.engine import Simulator
 from rltune_daemon.site.history import History
+from rltune_daemon.stats import rel_error, spearman
 
 SPEARMAN_MIN = 0.9  # below this the simulator orders the site's jobs too differently to judge orders
 

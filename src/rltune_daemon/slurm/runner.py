@@ -27,6 +27,7 @@ from rltune_daemon.slurm.errors import (
 )
 from rltune_daemon.slurm.pacing import RpcBucket, rpc_cost
 from rltune_daemon.slurm.parse import ping_is_up
+from rltune_daemon.spans import note
 
 # rc != 0 plus one of these means the controller did not answer (FACTS g).
 CONTROLLER_DOWN_MARKERS = (
@@ -196,6 +197,8 @@ class SlurmRunner:
             raise CommandTimeout(full, limit) from None
         seconds = time.monotonic() - t0
         self.stats.add(_key(argv), seconds)
+        note("slurm", seconds, kind=_key(argv), updates=stdin.count("\nupdate ") + stdin.startswith("update ")
+             if stdin else 0)
         if proc.returncode == 0 and argv[0] in CONTROLLER_READS:
             self.answered_at = time.monotonic()
         result = CommandResult(tuple(full), proc.returncode, out, err, seconds)

@@ -19,9 +19,8 @@ from rltune_daemon.cli.common import machine, parse_opts, print_json
 from rltune_daemon.domain.effects import EffectsConfig
 from rltune_daemon.policies.multifactor import Multifactor
 from rltune_daemon.policies.slurm_priority import backfill_interval, cluster_weights
-from rltune_daemon.replay.simulate import SLURM_RESERVATIONS
 from rltune_daemon.sim import Simulator
-from rltune_daemon.sim.config import SimConfig
+from rltune_daemon.sim.config import SLURM_RESERVATIONS, SimConfig
 from rltune_daemon.sim.controller import PolicyController
 from rltune_daemon.site.exports import SACCT_FIELDS
 from rltune_daemon.site.report import write_site

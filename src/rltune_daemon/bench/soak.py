@@ -28,11 +28,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rltune_daemon.bench.load import NODE_GPUS, Latency, fill_queue, latency_stats
 from rltune_daemon.cli.common import print_json
 from rltune_daemon.errors import UserError
 from rltune_daemon.slurm.localcluster import LocalCluster, slurm_installed
@@ -40,7 +41,6 @@ from rltune_daemon.slurm.localcluster import LocalCluster, slurm_installed
 FLAT_SHARE = 0.05
 SETTLE_S = 30.0
 BASELINE_S = 60.0
-NODE_GPUS = {"p100-1": "p100:4", "p100-2": "p100:4", "k80-1": "k80:2", "k80-2": "k80:2", "m40-1": "m40:1"}
 
 
 @dataclass(kw_only=True)
@@ -169,39 +169,8 @@ def _progress(what: str, total: int | None) -> Callable[[int], None]:
     return show
 
 
-@dataclass
-class Latency:
-    """A user's ``sbatch`` (a held 1-minute job) timed every ``every`` seconds while ``running``."""
-
-    env: dict[str, str]
-    every: float = 0.1
-    times: list[tuple[float, float]] = field(default_factory=list)  # (monotonic, seconds)
-    ids: list[str] = field(default_factory=list)
-
-    def once(self) -> None:
-        t0 = time.monotonic()
-        res = subprocess.run(["sbatch", "--parsable", "-H", "-t", "1", "-o", "/dev/null", "-J", "latency",
-                              "--wrap", "true"], env=self.env, capture_output=True, text=True, timeout=120,
-                             check=False, cwd="/tmp")
-        self.times.append((t0, time.monotonic() - t0))
-        if res.returncode == 0:
-            self.ids.append(res.stdout.strip().split(";")[0])
-
-    def run(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            self.once()
-            stop.wait(self.every)
 
 
-def latency_stats(values: Sequence[float], median_key: str = "median_ms") -> dict[str, float]:
-    """n, median, p95 and max of ``sbatch`` seconds, in ms (empty: {}); ``median_key`` names the
-    median as each benchmark's published results do."""
-    if not values:
-        return {}
-    v = sorted(values)
-    return {"n": len(v), median_key: round(1000 * statistics.median(v), 1),
-            "p95_ms": round(1000 * v[min(len(v) - 1, int(0.95 * len(v)))], 1),
-            "max_ms": round(1000 * v[-1], 1)}
 
 
 def soak_live(jobs: int, cycles: int, model: str, interval: float, work: Path) -> Phase:
@@ -216,7 +185,7 @@ def soak_live(jobs: int, cycles: int, model: str, interval: float, work: Path) -
             subprocess.run(["sbatch", "-o", "/dev/null", "-w", node, f"--gres=gpu:{gres}", "-t", "600",
                             "--wrap", "sleep 36000"], env=env, check=True, capture_output=True, cwd="/tmp")
         t0 = time.monotonic()
-        _submit(jobs, env)
+        fill_queue(jobs, env)
         phase.extra["submit_s"] = round(time.monotonic() - t0, 1)
         time.sleep(SETTLE_S)  # slurmctld's first scheduling passes over the new queue
         latency = Latency(env)
@@ -294,17 +263,6 @@ def _state_jobs(state: Path) -> int:
     return len(json.loads(state.read_text())["jobs"]) if state.exists() else 0
 
 
-def _submit(n: int, env: dict[str, str]) -> None:
-    """``n`` pending 1-4 GPU jobs with time limits of 10 min to 5 h, four sbatch loops at once."""
-    script = ('for i in "$@"; do sbatch -o /dev/null -J "soak$i" --gres=gpu:$(( i % 4 + 1 )) '
-              '-t $(( i % 290 + 10 )) --wrap "sleep 60" > /dev/null || exit 1; done')
-    procs = []
-    for part in range(4):
-        ids = [str(i) for i in range(part, n, 4)]
-        procs.append(subprocess.Popen(["bash", "-c", script, "_", *ids], env=env, cwd="/tmp"))
-    for p in procs:
-        if p.wait() != 0:
-            raise UserError("sbatch failed while filling the soak queue (MaxJobCount?)")
 
 
 def plot(result: dict[str, Any], phases: list[Phase], path: Path) -> None:

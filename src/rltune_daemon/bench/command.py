@@ -1,7 +1,7 @@
 """``rltune bench``: timings as benchmarks (never as test assertions). ``sim`` times one whole-trace
-simulation; ``decide`` times one daemon decision (see ``bench_decide``); ``soak`` runs the daemon long
-and watches it from outside (see ``bench_soak``); ``cycle`` times the daemon's cycle stage by stage on
-the local Slurm (see ``bench_cycle``)."""
+simulation; ``decide`` times one daemon decision (``bench.decide``); ``soak`` runs the daemon long and
+watches it from outside (``bench.soak``); ``cycle`` times the daemon's cycle stage by stage on the
+local Slurm (``bench.cycle``); ``site`` times ``rltune site`` on a generated history (``bench.site``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import argparse
 import time
 from typing import Any
 
-from rltune_daemon.cli import bench_cycle, bench_decide, bench_site, bench_soak
+from rltune_daemon.bench import cycle, decide, site, soak
 from rltune_daemon.cli.common import add_bf_reservations, add_load_args, load_from_args, machine, print_json
 from rltune_daemon.evaluate.runner import EvalConfig, make_controller
 from rltune_daemon.sim import Simulator
@@ -27,10 +27,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_bf_reservations(s)
     s.set_defaults(func=bench_sim)
 
-    bench_decide.register(bsub)
-    bench_soak.register(bsub)
-    bench_cycle.register(bsub)
-    bench_site.register(bsub)
+    decide.register(bsub)
+    soak.register(bsub)
+    cycle.register(bsub)
+    site.register(bsub)
 
 
 def bench_sim(args: argparse.Namespace) -> int:

@@ -8,18 +8,18 @@ a user's ``sbatch`` timed from a separate process for ``--baseline`` seconds, th
 ``Daemon.cycle()`` (in this process, the shipped config with the cluster's slurm.conf and a state file
 on disk) every ``--interval`` seconds while that user keeps submitting.
 
-Every cycle is measured from outside the daemon's code, by wrapping what it calls:
+Every cycle is split by the spans the daemon records (``rltune_daemon.spans``), not by wrapping its code:
 
-* Slurm commands: ``SlurmRunner.run`` (argv kind, seconds, update lines on stdin), each tagged with the
-  backend call it came from: ``read`` (ping, sprio, squeue -o, squeue -O, sinfo, plus a confirming
-  squeue when the queue shrank a lot), ``confirm`` (recorded jobs the read did not list), ``history``
-  (sacct, for models that read run history) and ``write`` (one scontrol per batch, after a ping only
-  when slurmctld last answered more than 2 s before);
-* stages: Slurm read (the read's command seconds), snapshot (the rest of ``backend.read``: parsing,
-  integrity checks, building the Snapshot), features (``features.actor_features``), actor (the policy's
-  ``scores`` less its features), MILP (the placer inside ``CountingPlacer``), planner rest (ranking,
-  starvation guard, SiteFactor targets, the applier's decision), Slurm write (write command seconds),
-  write pacing (``write_rate`` sleeps between batches) and state file (write-ahead save and settle);
+* Slurm commands: each one's kind, seconds and update lines, with the stage of the cycle it ran in:
+  ``read`` (ping, sprio, squeue -o, squeue -O, sinfo, plus a confirming squeue when the queue shrank a
+  lot, and the recorded jobs the read did not list), ``history`` (sacct, for models that read run
+  history) and ``write`` (one scontrol per batch, after a ping only when slurmctld last answered more
+  than 2 s before);
+* stages: Slurm read (the read's command seconds), snapshot (the rest of the read stage: parsing,
+  integrity checks, building the Snapshot), history, features and actor (the learned policy's own
+  spans), MILP (the placer inside ``CountingPlacer``), planner rest (ranking, starvation guard,
+  SiteFactor targets, the applier's decision), Slurm write (write command seconds), write pacing
+  (``write_rate`` sleeps between batches) and state file (the save stage: write-ahead and after);
 * updates: scontrol lines sent, jobs applied, fields by kind (SiteFactor, node-list set/clear);
 * why it wrote (``plan_churn``): how far the plan order moved, whether the last order still held in
   Slurm's priorities, how many jobs were re-targeted and how many multifactor bases moved unevenly.
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import contextlib
 import datetime
 import json
 import math
@@ -48,18 +47,19 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rltune_daemon import features
-from rltune_daemon.cli.bench_soak import NODE_GPUS, Latency, _submit
-from rltune_daemon.cli.bench_soak import latency_stats as soak_latency_stats
+from rltune_daemon import spans as spans_of_cycle
+from rltune_daemon.bench.load import NODE_GPUS, Latency, fill_queue
+from rltune_daemon.bench.load import latency_stats as soak_latency_stats
 from rltune_daemon.cli.common import machine, print_json
+from rltune_daemon.domain.updates import ApplyResult
 from rltune_daemon.errors import UserError
 from rltune_daemon.planner.priorities import realizes
 from rltune_daemon.policies.registry import make_policy
@@ -71,7 +71,7 @@ from rltune_daemon.service.metrics import Metrics
 from rltune_daemon.service.statefile import StateFile
 from rltune_daemon.signals import sigterm_interrupts
 from rltune_daemon.slurm.localcluster import LocalCluster, slurm_installed
-from rltune_daemon.slurm.runner import _key
+from rltune_daemon.spans import Span
 
 DEFAULT_PENDING = "128,1024,10000"
 DEFAULT_POLICIES = "rltune:models/testbed-multifactor,daemon:sjf"
@@ -315,156 +315,56 @@ def _lat(d: Mapping[str, float]) -> str:
     return f"{d['p50_ms']:g}/{d['p95_ms']:g}" if d else "-"
 
 
-# ---- instrumenting one daemon -----------------------------------------------------------------------
+# ---- one cycle's row, from the spans it recorded ------------------------------------------------------
+
+# the stage a Slurm command ran in, as the table names it
+COMMAND_PHASE = {"read": "read", "history": "history", "apply": "write"}
 
 
-@dataclass
-class Call:
-    phase: str
-    kind: str
-    seconds: float
-    lines: int
+def cycle_row(rep: Any, spans: Sequence[Span], result: ApplyResult | None, phase: str) -> dict[str, Any]:
+    """One cycle as a flat row: the daemon's own report plus the split its spans give (``spans``: the
+    cycle's stages, each Slurm command, the features, the actor, the MILP)."""
+    def total(name: str, parent: str | None = None) -> float:
+        return sum(s.seconds for s in spans if s.name == name and (parent is None or s.parent == parent))
 
-
-@dataclass
-class CycleProbe:
-    """Timers and counters around one in-process ``Daemon`` (see module docstring); ``take()`` returns
-    and resets what the last cycle did."""
-
-    calls: list[Call] = field(default_factory=list)
-    phase: str = "other"
-    timers: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
-    update_lines: list[str] = field(default_factory=list)
-    applied: int = 0
-    snapshot: Any = None
-
-    @contextlib.contextmanager
-    def timed(self, name: str, phase: str | None = None) -> Iterator[None]:
-        before = self.phase
-        if phase is not None:
-            self.phase = phase
-        t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.timers[name] += time.perf_counter() - t0
-            self.phase = before
-
-    def take(self) -> tuple[list[Call], defaultdict[str, float], list[str], int]:
-        out = (self.calls, self.timers, self.update_lines, self.applied)
-        self.calls, self.timers, self.update_lines, self.applied = [], defaultdict(float), [], 0
-        return out
-
-
-def instrument(daemon: Any, probe: CycleProbe) -> Callable[[], None]:
-    """Wrap the daemon's backend, runner, policy scoring, placer and feature builder with ``probe``'s
-    timers; returns the function that undoes the module-level wrap (``features.actor_features``)."""
-    backend = daemon.backend
-    runner = backend.runner
-    inner_run = runner.run
-
-    def run(argv: Sequence[str], **kw: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return inner_run(argv, **kw)
-        finally:
-            stdin = kw.get("stdin") or ""
-            lines = sum(1 for ln in stdin.splitlines() if ln.startswith("update "))
-            probe.calls.append(Call(probe.phase, _key(argv), time.perf_counter() - t0, lines))
-
-    runner.run = run
-
-    def wrap(name: str, phase: str) -> None:
-        inner = getattr(backend, name)
-
-        def call(*a: Any, **kw: Any) -> Any:
-            with probe.timed(name, phase):
-                res = inner(*a, **kw)
-            if name == "read":
-                probe.snapshot = res
-            if name == "apply":
-                probe.update_lines += list(res.lines)
-                probe.applied += len(res.applied)
-            return res
-
-        setattr(backend, name, call)
-
-    for name, phase in (("read", "read"), ("confirm", "confirm"), ("finished_runs", "history"),
-                        ("apply", "write")):
-        wrap(name, phase)
-    placer = daemon.placer
-    inner_place = placer.inner
-
-    def place(ctx: Any, rows: Any) -> Any:
-        with probe.timed("milp"):
-            return inner_place(ctx, rows)
-
-    placer.inner = place
-    policy = daemon.choice.policy
-    inner_scores = policy.scores
-
-    def scores(view: Any) -> Any:
-        with probe.timed("scores"):
-            return inner_scores(view)
-
-    policy.scores = scores
-    inner_features = features.actor_features
-
-    def actor_features(view: Any) -> Any:
-        with probe.timed("features"):
-            return inner_features(view)
-
-    features.actor_features = actor_features
-
-    def undo() -> None:
-        features.actor_features = inner_features
-
-    return undo
-
-
-def cycle_row(rep: Any, calls: Sequence[Call], timers: Mapping[str, float], lines: Sequence[str],
-              applied: int, phase: str) -> dict[str, Any]:
-    """One cycle as a flat row: the daemon's own report plus the probe's split of it."""
-    def cmd_s(*phases: str) -> float:
-        return sum(c.seconds for c in calls if c.phase in phases)
-
-    read_cmd = cmd_s("read", "confirm")
-    features_s = timers.get("features", 0.0)
-    scores_s = timers.get("scores", 0.0)
-    milp_s = timers.get("milp", 0.0)
-    history_s = timers.get("finished_runs", 0.0)
-    write_cmd = cmd_s("write")
-    apply_s = timers.get("apply", 0.0)
+    calls = [s for s in spans if s.name == "slurm"]
+    read_cmd, write_cmd = total("slurm", "read"), total("slurm", "apply")
+    features_s, actor_s, milp_s = total("features"), total("actor"), total("milp")
     stages = {
         "slurm_read": read_cmd,
-        "snapshot": max(0.0, timers.get("read", 0.0) + timers.get("confirm", 0.0) - read_cmd),
-        "history": history_s,
+        "snapshot": max(0.0, total("read") - read_cmd),
+        "history": total("history"),
         "features": features_s,
-        "actor": max(0.0, scores_s - features_s),
+        "actor": actor_s,
         "milp": milp_s,
-        "plan_rest": max(0.0, rep.plan_seconds - history_s - scores_s - milp_s),
+        "plan_rest": max(0.0, total("plan") - features_s - actor_s - milp_s),
         "slurm_write": write_cmd,
-        "write_pacing": max(0.0, apply_s - write_cmd),
-        "state_file": max(0.0, rep.apply_seconds - apply_s),
+        "write_pacing": max(0.0, total("apply") - write_cmd),
+        "state_file": total("save"),
     }
-    kinds = Counter(f"{c.phase}:{c.kind}" for c in calls)
+
+    def kind(s: Span) -> str:
+        return f"{COMMAND_PHASE.get(s.parent, s.parent or 'other')}:{s.info.get('kind', '?')}"
+
+    kinds = Counter(kind(s) for s in calls)
+    lines = list(result.lines) if result is not None and not result.dry_run else []
     by_field = update_kinds(lines)
     return {
         "cycle": rep.cycle, "phase": phase, "outcome": rep.outcome, "errors": len(rep.errors),
         "error": rep.errors[0] if rep.errors else "",
         "total_s": round(rep.seconds, 4), "read_s": round(rep.read_seconds, 4),
-        "plan_s": round(rep.plan_seconds, 4), "apply_s": round(rep.apply_seconds, 4),
+        "plan_s": round(rep.plan_seconds, 4), "apply_s": round(rep.apply_seconds + rep.save_seconds, 4),
         "stages_s": {k: round(v, 4) for k, v in stages.items()},
         "pending_seen": rep.jobs_seen, "running": rep.running,
         "commands": len(calls), "daemon_slurm_calls": rep.slurm_calls,
-        "commands_read": sum(1 for c in calls if c.phase in ("read", "confirm", "history")),
-        "commands_write": sum(1 for c in calls if c.phase == "write"),
+        "commands_read": sum(1 for s in calls if s.parent in ("read", "history")),
+        "commands_write": sum(1 for s in calls if s.parent == "apply"),
         "commands_by_kind": dict(sorted(kinds.items())),
-        "command_seconds_by_kind": {k: round(sum(c.seconds for c in calls if f"{c.phase}:{c.kind}" == k), 4)
+        "command_seconds_by_kind": {k: round(sum(s.seconds for s in calls if kind(s) == k), 4)
                                     for k in sorted(kinds)},
-        "scontrol_batches": sum(1 for c in calls if c.lines),
-        "update_lines": len(lines), "jobs_updated": applied, "changed": rep.changed,
-        "priority_updates": rep.priority_updates, "hints_set": rep.hints_set,
+        "scontrol_batches": sum(1 for s in calls if s.info.get("updates")),
+        "update_lines": len(lines), "jobs_updated": len(result.applied) if result is not None else 0,
+        "changed": rep.changed, "priority_updates": rep.priority_updates, "hints_set": rep.hints_set,
         "hints_cleared": rep.hints_cleared, "deferred": rep.deferred,
         "updates_by_kind": {k: by_field.get(k, 0) for k in UPDATE_KINDS},
     }
@@ -549,7 +449,7 @@ def run_one(spec: PolicySpec, pending: int, args: argparse.Namespace, work: Path
                 raise UserError(f"blocker job on {node} refused: {res.stderr.strip()}")
         t0 = time.monotonic()
         say(f"{name}: submitting {pending} pending jobs")
-        _submit(pending, env)
+        fill_queue(pending, env)
         _wait_queue(env, pending)
         result["submit_s"] = round(time.monotonic() - t0, 1)
         settle = min(30.0, 5.0 + pending / 400.0)  # slurmctld's first scheduling passes over the queue
@@ -567,8 +467,6 @@ def run_one(spec: PolicySpec, pending: int, args: argparse.Namespace, work: Path
         if daemon.choice.fallback:
             raise UserError(f"{spec.label}: the daemon fell back: {daemon.choice.fallback}")
         backend.detect_rate_limit()  # as the CLI does before its first cycle (outside any cycle)
-        probe = CycleProbe()
-        undo = instrument(daemon, probe)
         rows: list[dict[str, Any]] = []
         spans: list[tuple[float, float]] = []
         cancels: list[tuple[float, float]] = []
@@ -580,35 +478,33 @@ def run_one(spec: PolicySpec, pending: int, args: argparse.Namespace, work: Path
             baseline_end = time.monotonic()
             _sh(env, "scancel", "-n", LATENCY_NAME)  # the queue the daemon first sees holds N jobs
             cancels.append((baseline_end, time.monotonic()))
-            try:
-                while len(rows) < max_cycles and sum(r["phase"] == "steady" for r in rows) < args.steady:
-                    began = time.monotonic()
+            while len(rows) < max_cycles and sum(r["phase"] == "steady" for r in rows) < args.steady:
+                began = time.monotonic()
+                with spans_of_cycle.recording() as recorder:
                     rep = daemon.cycle()
-                    ended = time.monotonic()
-                    spans.append((began, ended))
-                    phase = phase_of(rep.cycle, [r["deferred"] for r in rows if not r["errors"]])
-                    snap = probe.snapshot
-                    rows.append(cycle_row(rep, *probe.take(), phase))
-                    r = rows[-1]
-                    if daemon.last_plan is not None and snap is not None and not rep.errors:
-                        r.update(plan_churn(prev_order, daemon.last_plan, snap, prev_base))
-                        prev_order = [e.job_id for e in daemon.last_plan.entries]
-                        prev_base = {j.id: st.priority - st.site_factor
-                                     for j, st in zip(snap.pending, snap.pending_state, strict=True)}
-                    say(f"{name}: cycle {rep.cycle} ({phase}) {r['total_s']:.2f} s: read {r['read_s']:.2f}, "
-                        f"plan {r['plan_s']:.2f}, apply {r['apply_s']:.2f}; {r['commands_read']} read + "
-                        f"{r['commands_write']} write commands, {r['jobs_updated']} jobs updated, "
-                        f"{r['deferred']} deferred" + (f"; ERROR {r['error']}" if r["errors"] else "")
-                        + (f"; plan moved >= {r['plan_min_moves']} jobs, last order held in Slurm: "
-                           f"{r['prev_order_held']}, {r['retargeted']} re-targeted"
-                           if r.get("plan_min_moves") is not None else ""))
-                    # the user's held jobs are cancelled between cycles so that the queue stays at N
-                    c0 = time.monotonic()
-                    _sh(env, "scancel", "-n", LATENCY_NAME)
-                    cancels.append((c0, time.monotonic()))
-                    time.sleep(max(0.0, began + args.interval - time.monotonic()))
-            finally:
-                undo()
+                ended = time.monotonic()
+                spans.append((began, ended))
+                phase = phase_of(rep.cycle, [r["deferred"] for r in rows if not r["errors"]])
+                snap = daemon.last_snapshot
+                rows.append(cycle_row(rep, recorder.take(), daemon.last_result, phase))
+                r = rows[-1]
+                if daemon.last_plan is not None and snap is not None and not rep.errors:
+                    r.update(plan_churn(prev_order, daemon.last_plan, snap, prev_base))
+                    prev_order = [e.job_id for e in daemon.last_plan.entries]
+                    prev_base = {j.id: st.priority - st.site_factor
+                                 for j, st in zip(snap.pending, snap.pending_state, strict=True)}
+                say(f"{name}: cycle {rep.cycle} ({phase}) {r['total_s']:.2f} s: read {r['read_s']:.2f}, "
+                    f"plan {r['plan_s']:.2f}, apply {r['apply_s']:.2f}; {r['commands_read']} read + "
+                    f"{r['commands_write']} write commands, {r['jobs_updated']} jobs updated, "
+                    f"{r['deferred']} deferred" + (f"; ERROR {r['error']}" if r["errors"] else "")
+                    + (f"; plan moved >= {r['plan_min_moves']} jobs, last order held in Slurm: "
+                       f"{r['prev_order_held']}, {r['retargeted']} re-targeted"
+                       if r.get("plan_min_moves") is not None else ""))
+                # the user's held jobs are cancelled between cycles so that the queue stays at N
+                c0 = time.monotonic()
+                _sh(env, "scancel", "-n", LATENCY_NAME)
+                cancels.append((c0, time.monotonic()))
+                time.sleep(max(0.0, began + args.interval - time.monotonic()))
         samples = user.samples()
         first_span = spans[:1]
         steady_spans = [s for s, r in zip(spans, rows, strict=True) if r["phase"] == "steady"]
