@@ -14,24 +14,25 @@ from rltune_daemon.errors import UserError
 from rltune_daemon.policies.multifactor import Multifactor
 from rltune_daemon.policies.slurm_priority import cluster_weights, slurm_duration
 from rltune_daemon.replay import fidelity as fid
+from rltune_daemon.stats import ranks, rel_error, spearman
 from rltune_daemon.traces import testbed
 
 
 def test_spearman() -> None:
     a = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
-    assert fid.spearman(a, a * 10 + 3) == pytest.approx(1.0)
-    assert fid.spearman(a, -a) == pytest.approx(-1.0)
-    assert fid.spearman(a, np.array([1.0, 3.0, 2.0, 4.0, 5.0])) == pytest.approx(0.9)
+    assert spearman(a, a * 10 + 3) == pytest.approx(1.0)
+    assert spearman(a, -a) == pytest.approx(-1.0)
+    assert spearman(a, np.array([1.0, 3.0, 2.0, 4.0, 5.0])) == pytest.approx(0.9)
     # ties share their average rank: [1, 1, 2] ranks as [1.5, 1.5, 3]
-    assert fid.ranks(np.array([5.0, 5.0, 7.0])).tolist() == [1.5, 1.5, 3.0]
+    assert ranks(np.array([5.0, 5.0, 7.0])).tolist() == [1.5, 1.5, 3.0]
     # pairs with a NaN on either side are left out
-    assert fid.spearman(np.array([1.0, np.nan, 3.0, 4.0]), np.array([2.0, 1.0, np.nan, 9.0])) == 1.0
-    assert math.isnan(fid.spearman(np.array([1.0]), np.array([1.0])))
+    assert spearman(np.array([1.0, np.nan, 3.0, 4.0]), np.array([2.0, 1.0, np.nan, 9.0])) == 1.0
+    assert math.isnan(spearman(np.array([1.0]), np.array([1.0])))
 
 
 def test_rel_error_and_signs() -> None:
-    assert fid.rel_error(110.0, 100.0) == pytest.approx(0.1)
-    assert fid.rel_error(90.0, 100.0) == pytest.approx(-0.1)
+    assert rel_error(110.0, 100.0) == pytest.approx(0.1)
+    assert rel_error(90.0, 100.0) == pytest.approx(-0.1)
     real = {"multifactor": {"wait_mean": 100.0, "bsld": 3.0}, "a": {"wait_mean": 80.0, "bsld": 2.0},
             "b": {"wait_mean": 120.0, "bsld": 2.5}}
     sim = {"multifactor": {"wait_mean": 100.0, "bsld": 3.0}, "a": {"wait_mean": 70.0, "bsld": 2.1},
