@@ -253,6 +253,7 @@ def test_daemon_spec_runs_a_baseline_through_the_planner() -> None:
     from rltune_daemon.evaluate.runner import make_controller
     from rltune_daemon.sim.daemon import DaemonModeController
     from rltune_daemon.sim.engine import Simulator
+    from rltune_daemon.sim.view import SimView
 
     cfg = EvalConfig("testbed", ("multifactor", "daemon:multifactor", "sjf", "daemon:sjf"), windows=2,
                      window_size=150, opts={"jobs": "2000"}, jobs=1, milp=False)
@@ -269,7 +270,7 @@ def test_daemon_spec_runs_a_baseline_through_the_planner() -> None:
     class Watch(DaemonModeController):
         written = 0
 
-        def on_tick(self, sim: Simulator) -> None:
+        def on_tick(self, sim: SimView) -> None:
             super().on_tick(sim)
             Watch.written += sum(1 for v in self.slurm.site.values() if v)
 

@@ -277,6 +277,7 @@ def _captured_slurm_snapshot() -> Snapshot:
 def _sim_snapshot() -> Snapshot:
     from rltune_daemon.sim import Simulator
     from rltune_daemon.sim.daemon import DaemonModeController
+    from rltune_daemon.sim.view import SimView
     from rltune_daemon.traces import load_workload
 
     w = load_workload("testbed")
@@ -284,7 +285,7 @@ def _sim_snapshot() -> Snapshot:
     captured: list[Snapshot] = []
 
     class Spy(DaemonModeController):
-        def on_tick(self, sim: Simulator) -> None:
+        def on_tick(self, sim: SimView) -> None:
             if not captured and len(sim.pending_rows()) >= 3:
                 captured.append(sim.snapshot())
             super().on_tick(sim)

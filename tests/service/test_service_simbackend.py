@@ -72,8 +72,8 @@ def test_site_factor_and_hint_apply_through_the_writer(small) -> None:  # type: 
     res = s.apply(after, [JobUpdate(other, exc_nodes=("p100-1", "p100-2", "k80-1", "k80-2"))])
     assert res.by_job()[other].status is UpdateStatus.APPLIED
     row = int(other) - 1
-    if row in s.sim.hints:
-        assert [s.sim.cl.names[i] for i in s.sim.hints[row]] == ["m40-1"]
+    if row in s.engine.hints:
+        assert [s.engine.cl.names[i] for i in s.engine.hints[row]] == ["m40-1"]
     running = s.read().running[0].job.id
     refused = s.apply(s.read(), [JobUpdate(running, site_factor=5)]).by_job()[running]
     assert refused.status is UpdateStatus.REFUSED

@@ -119,14 +119,15 @@ def test_a_tick_never_sees_what_happens_at_its_own_instant() -> None:
     saw same-instant events would re-plan before every scheduling pass, a reaction time no daemon has."""
     from rltune_daemon.sim.controller import PolicyController
     from rltune_daemon.sim.engine import Simulator
+    from rltune_daemon.sim.view import SimView
 
     seen: dict[float, tuple[list[str], int]] = {}
 
     class Ticking(PolicyController):
         interval = 10.0
 
-        def on_tick(self, sim: Simulator) -> None:
-            seen[sim.now] = ([sim.table.ids[int(r)] for r in sim.pending_rows()], len(sim.allocs))
+        def on_tick(self, sim: SimView) -> None:
+            seen[sim.now] = ([sim.table.ids[int(r)] for r in sim.pending_rows()], len(sim.running_rows()))
 
     Simulator(Workload("hand", CLUSTER, JOBS), Ticking(make_policy("fcfs")), PURE).run()
     assert "J3" not in seen[10.0][0] and "J3" in seen[20.0][0]

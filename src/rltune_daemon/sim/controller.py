@@ -13,7 +13,7 @@ from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.policies.base import Policy
 
 if TYPE_CHECKING:
-    from rltune_daemon.sim.engine import Simulator
+    from rltune_daemon.sim.view import SimView
 
 
 class Controller:
@@ -22,7 +22,8 @@ class Controller:
     ``static`` controllers give every job a fixed key at arrival (``static_keys``) and the engine keeps
     the queue sorted incrementally; others are asked for a fresh ``order`` at each pass. ``interval``
     (seconds) makes the engine call ``on_tick`` periodically, as the daemon's cycle does. Controllers
-    that override ``placement`` must set ``default_placement = False``.
+    that override ``placement`` must set ``default_placement = False``. Every callback gets the
+    simulator's ``SimView``: what a controller may read and do, nothing more.
     """
 
     name: str = "controller"
@@ -31,28 +32,28 @@ class Controller:
     default_placement: bool = True  # False when ``placement`` is overridden to choose per job
     external: bool = False  # True: the order comes from outside, through ``Simulator.iterate()``
 
-    def static_keys(self, sim: Simulator, rows: I64) -> F64:
+    def static_keys(self, sim: SimView, rows: I64) -> F64:
         raise NotImplementedError
 
-    def order(self, sim: Simulator, pending: I64) -> I64:
+    def order(self, sim: SimView, pending: I64) -> I64:
         """``pending`` rows sorted into start order (highest priority first)."""
         raise NotImplementedError(f"{type(self).__name__} must implement order() or be external")
 
-    def placement(self, sim: Simulator, row: int) -> tuple[PlacementKind, B | None]:
+    def placement(self, sim: SimView, row: int) -> tuple[PlacementKind, B | None]:
         """Placement style for a job about to start and an optional node mask it must use."""
         return PlacementKind.PACK, None
 
-    def on_tick(self, sim: Simulator) -> None:
+    def on_tick(self, sim: SimView) -> None:
         """Periodic decision point (``interval``)."""
 
-    def on_start(self, sim: Simulator, row: int) -> None:
+    def on_start(self, sim: SimView, row: int) -> None:
         """A job started."""
 
-    def on_finish(self, sim: Simulator, row: int, runtime: float) -> None:
+    def on_finish(self, sim: SimView, row: int, runtime: float) -> None:
         """A job finished after ``runtime`` seconds."""
 
 
-def tiered_order(sim: Simulator, pending: I64, scores: F64) -> I64:
+def tiered_order(sim: SimView, pending: I64, scores: F64) -> I64:
     """Slurm's order: higher PriorityTier first, then score (lower first), then submit order."""
     tier = sim.table.tier[pending]
     return pending[np.lexsort((pending, scores, -tier))]
@@ -66,14 +67,14 @@ class PolicyController(Controller):
         self.name = policy.name
         self.static = policy.static
 
-    def view(self, sim: Simulator, rows: I64) -> QueueView:
-        return QueueView(sim.table, rows, sim.now, sim.cl, sim.usage)
+    def view(self, sim: SimView, rows: I64) -> QueueView:
+        return sim.queue_view(rows)
 
-    def static_keys(self, sim: Simulator, rows: I64) -> F64:
+    def static_keys(self, sim: SimView, rows: I64) -> F64:
         return self.policy.scores(self.view(sim, rows))
 
-    def order(self, sim: Simulator, pending: I64) -> I64:
+    def order(self, sim: SimView, pending: I64) -> I64:
         return tiered_order(sim, pending, self.policy.scores(self.view(sim, pending)))
 
-    def on_finish(self, sim: Simulator, row: int, runtime: float) -> None:
+    def on_finish(self, sim: SimView, row: int, runtime: float) -> None:
         self.policy.observe_finish(sim.table, row, runtime)

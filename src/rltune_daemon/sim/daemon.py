@@ -23,9 +23,9 @@ from rltune_daemon.planner.plan import PlannerMemory, plan
 from rltune_daemon.policies.base import Policy
 from rltune_daemon.policies.multifactor import Multifactor
 from rltune_daemon.sim.controller import Controller, PolicyController
-from rltune_daemon.sim.engine import Simulator
 from rltune_daemon.sim.modes import EventModeController, default_placer
 from rltune_daemon.sim.slurm import SimulatedSlurm
+from rltune_daemon.sim.view import SimView
 
 STRICT = Strict()
 
@@ -54,14 +54,14 @@ class DaemonModeController(Controller):
         self.cycles = 0
         self.plans = 0
 
-    def order(self, sim: Simulator, pending: I64) -> I64:
+    def order(self, sim: SimView, pending: I64) -> I64:
         self.slurm.bind(sim)
         return self.slurm.order(pending)
 
-    def on_start(self, sim: Simulator, row: int) -> None:
+    def on_start(self, sim: SimView, row: int) -> None:
         self.slurm.started(row)
 
-    def on_tick(self, sim: Simulator) -> None:
+    def on_tick(self, sim: SimView) -> None:
         """A queue check: a cycle when a job arrived, started or ended since the last one, or when
         ``interval`` has passed since it."""
         seen = (sim.stats["arrived"], sim.stats["started"], sim.stats["finished"])
@@ -75,7 +75,7 @@ class DaemonModeController(Controller):
         self.plans += 1
         return plan(snap, self.policy, self.cfg, self.memory, self.placer)
 
-    def cycle(self, sim: Simulator) -> None:
+    def cycle(self, sim: SimView) -> None:
         """One daemon cycle: ``core.cycle.run_cycle``, the live daemon's own, with nothing to log or
         save and the simulated clock for the record's timestamps."""
         self.cycles += 1

@@ -43,6 +43,7 @@ from rltune_daemon.sim.config import SimConfig
 from rltune_daemon.sim.controller import Controller, PolicyController
 from rltune_daemon.sim.metrics import summarize
 from rltune_daemon.sim.reservations import Reservation, plan_after
+from rltune_daemon.sim.view import SimView
 
 TIER_SPAN = 1e12  # static keys: -tier * TIER_SPAN + score keeps tiers apart in one float
 
@@ -74,6 +75,7 @@ class Simulator:
         self.workload = workload
         self.config = config or SimConfig()
         self.controller = controller
+        self.view = SimView(self)  # all a controller sees of this simulator
         self.table: JobTable = JobTable.from_jobs(workload.jobs, workload.cluster)
         self.cl: ClusterArrays = ClusterArrays.from_spec(workload.cluster)
         self.elig = EligibilityIndex.build(self.cl)
@@ -138,7 +140,7 @@ class Simulator:
             self.usage.submit(int(self.table.user[r]))
         if self.controller.static:
             self.pending_rows()
-            keys = self.controller.static_keys(self, rows) - self.table.tier[rows] * TIER_SPAN
+            keys = self.controller.static_keys(self.view, rows) - self.table.tier[rows] * TIER_SPAN
             order = np.lexsort((rows, keys))
             rows, keys = rows[order], keys[order]
             pos = np.searchsorted(self.pkeys, keys, side="right")
@@ -228,7 +230,7 @@ class Simulator:
         self._seq += 1
         heapq.heappush(self._heap, (self.now + run, self._seq, row))
         self.stats["started"] += 1
-        self.controller.on_start(self, row)
+        self.controller.on_start(self.view, row)
 
     def _finish(self, row: int) -> None:
         cl = self.cl
@@ -243,7 +245,7 @@ class Simulator:
         self.stats["finished"] += 1
         start = float(self.start[row])
         self.usage.finish(int(self.table.user[row]), int(self.table.gpus[row]), start, self.now)
-        self.controller.on_finish(self, row, self.now - start)
+        self.controller.on_finish(self.view, row, self.now - start)
 
     # ------------------------------------------------------------------ scheduling pass
     def _prefilter(self, order: I64) -> np.ndarray[Any, np.dtype[np.bool_]]:
@@ -403,7 +405,7 @@ class Simulator:
         elif ctl.external:
             order = yield pend
         else:
-            order = ctl.order(self, pend)
+            order = ctl.order(self.view, pend)
         maybe_all = self._prefilter(order)
         vis = self._windows(order, maybe_all)
         rows_v = order[vis]
@@ -444,7 +446,7 @@ class Simulator:
             pt = int(part_v[i])
             alloc = None
             if maybe_v[i]:
-                kind, allowed = ctl.placement(self, row)
+                kind, allowed = ctl.placement(self.view, row)
                 hint = self.hints.get(row)
                 mask = self._mask(hint) if hint is not None else allowed
                 gpus = int(self.table.gpus[row])
@@ -518,7 +520,7 @@ class Simulator:
         point after the next event)."""
         interval = float(self.controller.interval or 0.0)
         self.stats["ticks"] += 1
-        self.controller.on_tick(self)
+        self.controller.on_tick(self.view)
         nxt = self.next_event()
         if len(self.pending_rows()):
             self._next_tick = now + interval

@@ -9,14 +9,13 @@ import numpy as np
 
 from rltune_daemon.domain.arrays import I64, B
 from rltune_daemon.domain.plan import PlacementKind
-from rltune_daemon.domain.queue import QueueView
-from rltune_daemon.placement.allocate import Allocation, FreeView, fits
-from rltune_daemon.placement.context import PlacementContext, Placer
+from rltune_daemon.placement.allocate import Allocation
+from rltune_daemon.placement.context import Placer
 from rltune_daemon.placement.greedy import greedy_placer
 from rltune_daemon.planner.config import PlannerConfig
 from rltune_daemon.policies.base import Policy
 from rltune_daemon.sim.controller import Controller, tiered_order
-from rltune_daemon.sim.engine import Simulator
+from rltune_daemon.sim.view import SimView
 
 
 class EventModeController(Controller):
@@ -31,26 +30,25 @@ class EventModeController(Controller):
         self.cfg = config or PlannerConfig()
         self.chosen: dict[int, Allocation] = {}
 
-    def order(self, sim: Simulator, pending: I64) -> I64:
-        view = QueueView(sim.table, pending, sim.now, sim.cl, sim.usage)
-        ordered = tiered_order(sim, pending, self.policy.scores(view))
-        free = FreeView(sim.cl.gpus_free, sim.cl.cpus_free, sim.cl.mem_free)
-        top = [int(r) for r in ordered[: self.top_k] if fits(sim.cl, sim.elig, sim.shapes, int(r), free)]
+    def order(self, sim: SimView, pending: I64) -> I64:
+        ordered = tiered_order(sim, pending, self.policy.scores(sim.queue_view(pending)))
+        free = sim.free_now()
+        top = [int(r) for r in ordered[: self.top_k] if sim.fits_now(int(r), free)]
         self.chosen = {}
         if top:
-            ctx = PlacementContext(sim.table, sim.shapes, sim.cl, sim.elig, self.cfg.effects)
+            ctx = sim.placement_context(self.cfg.effects)
             self.chosen = self.placer(ctx, np.array(top, dtype=np.int64)).allocations
         return ordered
 
-    def placement(self, sim: Simulator, row: int) -> tuple[PlacementKind, B | None]:
+    def placement(self, sim: SimView, row: int) -> tuple[PlacementKind, B | None]:
         alloc = self.chosen.get(row)
         if alloc is None:
             return PlacementKind.PACK, None
-        mask = np.zeros(sim.cl.n_nodes, dtype=np.bool_)
+        mask = np.zeros(sim.n_nodes, dtype=np.bool_)
         mask[alloc.nodes] = True
         return alloc.kind, mask
 
-    def on_finish(self, sim: Simulator, row: int, runtime: float) -> None:
+    def on_finish(self, sim: SimView, row: int, runtime: float) -> None:
         self.policy.observe_finish(sim.table, row, runtime)
 
 

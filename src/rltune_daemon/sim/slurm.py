@@ -19,7 +19,6 @@ import numpy as np
 from rltune_daemon.domain import PendingState, Snapshot, Workload
 from rltune_daemon.domain.arrays import I64
 from rltune_daemon.domain.history import FinishedRuns
-from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.domain.updates import ApplyResult, Fate, JobResult, JobUpdate, ReadInfo, UpdateStatus
 from rltune_daemon.formats.slurm import compress_hostlist
 from rltune_daemon.policies.multifactor import Multifactor
@@ -27,7 +26,14 @@ from rltune_daemon.sim.config import SimConfig
 from rltune_daemon.sim.controller import Controller, tiered_order
 from rltune_daemon.sim.engine import Simulator, drive, simulate
 from rltune_daemon.sim.metrics import summarize
+from rltune_daemon.sim.view import JobState, SimView
 from rltune_daemon.slurm.writer import prepare
+
+# what Slurm answers about a job the read did not list, by the job's state in the simulator
+_FATES: dict[JobState, Fate] = {
+    "ended": Fate("ended", "COMPLETED"), "running": Fate("alive", "RUNNING"),
+    "pending": Fate("alive", "PENDING"), "unsubmitted": Fate("other", "NOT_SUBMITTED"),
+}
 
 
 class SimulatedSlurm:
@@ -44,10 +50,10 @@ class SimulatedSlurm:
         self.display = display  # fill ReadInfo.display_ids (the dry-run table shows the trace's ids)
         self.site: dict[int, int] = {}
         self.exc: dict[int, tuple[str, ...]] = {}
-        self._sim: Simulator | None = None
+        self._sim: SimView | None = None
         self._last: ReadInfo | None = None
 
-    def bind(self, sim: Simulator, names: dict[str, str] | None = None) -> None:
+    def bind(self, sim: SimView, names: dict[str, str] | None = None) -> None:
         """Steer ``sim`` (once; later calls with the same simulator are free). ``names``: display name
         per job id (default the workload's own ids)."""
         if sim is self._sim:
@@ -58,11 +64,11 @@ class SimulatedSlurm:
         self.jobs = jobs if numbered else tuple(dataclasses.replace(j, id=str(i + 1))
                                                 for i, j in enumerate(jobs))
         self.names = names if names is not None else {str(i + 1): j.id for i, j in enumerate(jobs)}
-        self.node_index = {n: i for i, n in enumerate(sim.cl.names)}
+        self.node_index = {n: i for i, n in enumerate(sim.node_names)}
         self._reported = np.zeros(len(jobs), dtype=np.bool_)  # finished runs already handed out
 
     @property
-    def sim(self) -> Simulator:
+    def sim(self) -> SimView:
         if self._sim is None:
             raise RuntimeError("SimulatedSlurm.bind(simulator) first")
         return self._sim
@@ -72,7 +78,7 @@ class SimulatedSlurm:
     def priority(self, rows: I64) -> tuple[I64, I64]:
         """(multifactor + SiteFactor, at least 1 as Slurm floors it; the SiteFactors) of ``rows``."""
         sim = self.sim
-        base = self.base.priority(QueueView(sim.table, rows, sim.now, sim.cl, sim.usage)).astype(np.int64)
+        base = self.base.priority(sim.queue_view(rows)).astype(np.int64)
         site = np.fromiter((self.site.get(int(r), 0) for r in rows), dtype=np.int64, count=len(rows))
         return np.maximum(base + site, 1), site
 
@@ -111,7 +117,7 @@ class SimulatedSlurm:
         """``(job id, state)`` of pending and running jobs, as the Slurm reader's ``queue_signature``."""
         ids = self.jobs
         return frozenset([(ids[int(r)].id, "PENDING") for r in self.sim.pending_rows()]
-                         + [(ids[row].id, "RUNNING") for row in self.sim.allocs])
+                         + [(ids[row].id, "RUNNING") for row in self.sim.running_rows()])
 
     def confirm(self, job_ids: Collection[str]) -> dict[str, Fate]:
         """Finished jobs are ``ended``; pending and running ones ``alive``; ids it never had ``gone``."""
@@ -121,12 +127,8 @@ class SimulatedSlurm:
             row = int(job_id) - 1 if job_id.isdigit() else -1
             if not 0 <= row < len(sim.table.ids):
                 out[job_id] = Fate("gone")
-            elif not np.isnan(sim.end[row]):
-                out[job_id] = Fate("ended", "COMPLETED")
-            elif row in sim.allocs or sim.is_pending[row]:
-                out[job_id] = Fate("alive", "RUNNING" if row in sim.allocs else "PENDING")
             else:
-                out[job_id] = Fate("other", "NOT_SUBMITTED")
+                out[job_id] = _FATES[sim.state_of(row)]
         return out
 
     def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], *,
@@ -191,10 +193,10 @@ class _SlurmOrder(Controller):
         self.owner = owner
         self.interval = tick
 
-    def order(self, sim: Simulator, pending: I64) -> I64:
+    def order(self, sim: SimView, pending: I64) -> I64:
         return self.owner.order(pending)
 
-    def on_start(self, sim: Simulator, row: int) -> None:
+    def on_start(self, sim: SimView, row: int) -> None:
         self.owner.started(row)
 
 
@@ -213,16 +215,16 @@ class SimSlurm(SimulatedSlurm):
         self.workload = Workload(workload.name, workload.cluster, jobs, workload.estimates,
                                  dict(workload.meta))
         self.config = config or SimConfig()
-        self.bind(Simulator(self.workload, _SlurmOrder(self, tick), self.config),
-                  {str(i + 1): j.id for i, j in enumerate(workload.jobs)})
+        self.engine = Simulator(self.workload, _SlurmOrder(self, tick), self.config)  # owns the clock
+        self.bind(self.engine.view, {str(i + 1): j.id for i, j in enumerate(workload.jobs)})
         if jobs:
-            self.sim.now = float(self.sim.next_tick)  # the first cycle: before the first arrival
+            self.engine.now = float(self.engine.next_tick)  # the first cycle: before the first arrival
 
     def advance(self) -> float:
         """To the next queue check: the scheduling pass of the tick at ``now`` (it follows the daemon's
         cycle there, as after a job update), the events up to the next tick, then that tick's moment.
         Returns the simulated seconds moved."""
-        sim = self.sim
+        sim = self.engine
         t0 = sim.now
         drive(sim.advance(until=t0))
         nxt = sim.next_tick
@@ -246,7 +248,7 @@ class SimSlurm(SimulatedSlurm):
             self.advance()
 
     def done(self) -> bool:
-        return self.sim.idle() and math.isinf(self.sim.next_event())
+        return self.engine.idle() and math.isinf(self.engine.next_event())
 
     # ---- results ---------------------------------------------------------------------------------
 

@@ -21,7 +21,6 @@ from gymnasium import spaces
 from rltune_daemon import features as feats
 from rltune_daemon.domain.arrays import I64
 from rltune_daemon.domain.history import RunHistory
-from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.features.naive import NAIVE_DIM
 from rltune_daemon.policies import make_policy
@@ -76,8 +75,8 @@ class RLTuneEnv(gym.Env[dict[str, np.ndarray], int]):
 
     def _obs(self) -> dict[str, np.ndarray]:
         assert self._sim is not None
-        sim, rows = self._sim, self._pending
-        view = QueueView(sim.table, rows, sim.now, sim.cl, sim.usage, history=self._history)
+        sim, rows = self._sim.view, self._pending
+        view = sim.queue_view(rows, self._history)
         order = np.lexsort((rows, sim.table.submit[rows]))
         self._cand = order[chunk_rank(view)[order] == 0][:MAX_QUEUE]
         x = feature_matrix(view, self.mode)[self._cand]
@@ -113,9 +112,8 @@ class RLTuneEnv(gym.Env[dict[str, np.ndarray], int]):
     def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         if self._steps is None or self._sim is None:
             return self._empty(), 0.0, True, False, {}
-        sim, rows = self._sim, self._pending
-        base_order = tiered_order(sim, rows, self._base.scores(QueueView(sim.table, rows, sim.now, sim.cl,
-                                                                         sim.usage)))
+        sim, rows = self._sim.view, self._pending
+        base_order = tiered_order(sim, rows, self._base.scores(sim.queue_view(rows)))
         info: dict[str, Any] = {}
         a = int(action)
         if 0 <= a < len(self._cand):
