@@ -76,13 +76,6 @@ def legacy_path(journal: Path) -> Path | None:
     return journal.with_suffix(".json") if journal.suffix == ".db" else None
 
 
-def _fingerprint(rec: JobRecord) -> tuple[Any, ...]:
-    """The values ``JobRecord.to_json`` writes, immutable (field names, then each field's values): a job
-    whose tuple is unchanged since the last commit has an unchanged row, so it is neither serialised
-    nor written."""
-    return (_job_values(rec), *rec.fields, *map(_field_values, rec.fields.values()))
-
-
 @dataclasses.dataclass
 class _Diff:
     """The rows of one table that differ from the last commit: ``put`` id -> value, ``gone`` ids."""
@@ -106,12 +99,15 @@ def _diff(now: Mapping[str, Any], committed: Mapping[str, Any]) -> _Diff:
 
 
 def _diff_jobs(jobs: Mapping[str, JobRecord], committed: Mapping[str, tuple[Any, ...]]) -> _Diff:
-    """The jobs whose fingerprint moved, with their new fingerprints: one pass over the records, which is
-    all a save costs per recorded job."""
+    """The jobs whose fingerprint moved, with their new fingerprints. A fingerprint is the values
+    ``JobRecord.to_json`` writes, immutable (the record's own values, its field names, then each field's
+    values): an unchanged tuple means an unchanged row, neither serialised nor written. Building it is
+    what a save costs per recorded job, so it is built inline, with no call per job."""
     put = {}
+    get = committed.get
     for job_id, rec in jobs.items():
-        fingerprint = _fingerprint(rec)
-        if committed.get(job_id) != fingerprint:
+        fingerprint = (_job_values(rec), *rec.fields, *map(_field_values, rec.fields.values()))
+        if get(job_id) != fingerprint:
             put[job_id] = fingerprint
     return _Diff(put, committed.keys() - jobs.keys())
 
@@ -127,8 +123,7 @@ class _Committed:
 
     @staticmethod
     def of(state: DaemonState) -> _Committed:
-        return _Committed({j: _fingerprint(r) for j, r in state.jobs.items()}, dict(state.hands_off),
-                          dict(state.demoted_since))
+        return _Committed(_diff_jobs(state.jobs, {}).put, dict(state.hands_off), dict(state.demoted_since))
 
 
 class StateFile:
