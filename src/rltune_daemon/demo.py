@@ -156,7 +156,7 @@ class Demo:
     def write_config(self) -> None:
         """The daemon's defaults but the policy: where this cluster is, where to keep state, a 5-s cycle."""
         self.config.write_text(
-            f'interval = 5\nbase_policy = "{DEMO_POLICY}"\nstate_file = "{self.work / "state.json"}"\n'
+            f'interval = 5\nbase_policy = "{DEMO_POLICY}"\nstate_file = "{self.work / "state.db"}"\n'
             f'[slurm]\nconf = "{self.cluster.conf}"\n[metrics]\nenabled = false\n[log]\nlevel = "info"\n'
         )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import json
@@ -26,6 +27,7 @@ from rltune_daemon.domain import (
 )
 from rltune_daemon.domain.updates import ApplyResult, Fate, JobResult, JobUpdate, ReadInfo, UpdateStatus
 from rltune_daemon.service.config import DaemonConfig, load_config
+from rltune_daemon.service.statefile import StateFile
 from rltune_daemon.slurm.errors import ControllerDown
 from rltune_daemon.slurm.integrity import check_alive
 from rltune_daemon.slurm.writer import prepare
@@ -72,6 +74,13 @@ def entry(job_id: str, rank: int, site: int, *, prio: int = 1000, hint: Sequence
 
 def plan_of(*entries: PlanEntry, skipped: Sequence[tuple[str, str]] = ()) -> Plan:
     return Plan(1000.0, "test", tuple(entries), tuple(skipped))
+
+
+def recorded(path: Path) -> dict[str, Any]:
+    """The undo record the state file at ``path`` holds, in its JSON form (as the JSON state file of
+    earlier versions held it), read by a second reader as an operator would."""
+    with contextlib.closing(StateFile(path)) as reader:
+        return reader.load().to_json()
 
 
 def write_config(path: Path, text: str) -> Path:

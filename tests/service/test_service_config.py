@@ -31,7 +31,7 @@ def test_defaults_file_and_env_precedence(tmp_path: Path, monkeypatch: pytest.Mo
     assert (d.planner.reorder, d.planner.next_in_line, d.planner.starvation_reference) == (
         "size-class", 3, "priority")
     assert (d.metrics.bind, d.metrics.port, d.planner.hint_cycles) == ("127.0.0.1", 9810, 2)
-    assert str(d.resolved_state_file()) == "/var/lib/rltune-daemon/state.json"
+    assert str(d.resolved_state_file()) == "/var/lib/rltune-daemon/state.db"
     cfg = tmp_path / "c.toml"
     cfg.write_text('interval = 30\nbase_policy = "FCFS"\n[planner]\ntop_k = 4\n[exempt]\nusers = ["ops"]\n')
     c = load_config(cfg)
@@ -42,7 +42,7 @@ def test_defaults_file_and_env_precedence(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("STATE_DIRECTORY", "/var/lib/x")
     c = load_config(cfg, dry_run=True)
     assert c.planner.top_k == 9 and c.exempt.qos == ("urgent", "sla") and c.exempt.accounts == ("a", "b")
-    assert c.dry_run and str(c.resolved_state_file()) == "/var/lib/x/state.json"
+    assert c.dry_run and str(c.resolved_state_file()) == "/var/lib/x/state.db"
     pc = c.planner_config()
     assert pc.top_k == 9 and pc.exempt_users == ("ops",) and pc.exempt_qos == ("urgent", "sla")
     assert (pc.starvation_reference, pc.reorder, pc.next_in_line) == ("priority", "size-class", 3)
@@ -112,7 +112,7 @@ def test_check_config_prints_the_effective_config(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert '"top_k": 5' in res.stdout and '"base_policy": "wfp3"' in res.stdout
     assert "policy: FALLBACK to wfp3" in res.stdout and "config OK" in res.stdout
-    assert f"state file: {tmp_path}/s.json (writable)" in res.stdout
+    assert f"state file: {tmp_path}/s.db (writable)" in res.stdout
     assert "history:" not in res.stdout  # wfp3 learns nothing from sacct
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 from faultbin import FaultBin
-from service_helpers import NullLog, config
+from service_helpers import NullLog, config, recorded
 
 from rltune_daemon.formats.slurm import expand_hostlist
 from rltune_daemon.service.backends import SlurmBackend
@@ -83,8 +83,7 @@ def _view(c: SlurmTestCluster, jobs: list[str]) -> dict[str, tuple[int, frozense
 
 
 def _state(tmp_path: Path) -> dict[str, Any]:
-    path = tmp_path / "state.json"
-    return json.loads(path.read_text())["jobs"] if path.exists() else {}
+    return recorded(tmp_path / "state.json")["jobs"]  # {} when there is no state file
 
 
 def _consistent(c: SlurmTestCluster, jobs: list[str], tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from prometheus_client import generate_latest
-from service_helpers import NullLog, ScriptedBackend, config, pending, snapshot, with_site
+from service_helpers import NullLog, ScriptedBackend, config, pending, recorded, snapshot, with_site
 
 from rltune_daemon.domain import NodeAlloc, PendingState, RunningJob
 from rltune_daemon.domain.arrays import F64
@@ -49,7 +49,7 @@ def test_controller_down_skips_without_writing_and_counts(tmp_path: Path) -> Non
     d, log, _ = _daemon(tmp_path, backend)
     rep = d.cycle()
     assert rep.outcome == "skipped" and rep.errors[0].startswith("controller_down:")
-    assert backend.applied == [] and not (tmp_path / "state.json").exists()
+    assert backend.applied == [] and not (tmp_path / "state.db").exists()
     assert _sample(d, "rltune_errors_total", kind="controller_down") == 1
     assert _sample(d, "rltune_cycles_total", outcome="skipped") == 1
     line = log.named("cycle")[0]
@@ -64,7 +64,7 @@ def test_live_cycle_writes_state_before_slurm_and_reorders(tmp_path: Path) -> No
 
     class Recording(ScriptedBackend):
         def apply(self, snapshot, updates, **kw):  # type: ignore[no-untyped-def, override]
-            seen_on_disk.append(json.loads((tmp_path / "state.json").read_text()))
+            seen_on_disk.append(recorded(tmp_path / "state.json"))
             return super().apply(snapshot, updates, **kw)
 
     backend = Recording([snap])
@@ -78,7 +78,7 @@ def test_live_cycle_writes_state_before_slurm_and_reorders(tmp_path: Path) -> No
     intents = seen_on_disk[0]["jobs"]
     assert {j: f["fields"]["site_factor"]["value"] for j, f in intents.items()} == sites
     assert not any(f["fields"]["site_factor"]["confirmed"] for f in intents.values())
-    final = json.loads((tmp_path / "state.json").read_text())["jobs"]
+    final = recorded(tmp_path / "state.json")["jobs"]
     assert all(f["fields"]["site_factor"]["confirmed"] for f in final.values())
     assert _sample(d, "rltune_priority_updates_total") == rep.priority_updates
     assert log.named("changes")[0]["priority"] == rep.priority_updates
@@ -89,7 +89,7 @@ def test_dry_run_writes_nothing_and_prints_the_table(tmp_path: Path) -> None:
     d, log, out = _daemon(tmp_path, backend, dry_run=True)
     rep = d.cycle()
     assert rep.outcome == "dry_run" and rep.changed > 0
-    assert backend.applied == [] and not (tmp_path / "state.json").exists()
+    assert backend.applied == [] and not (tmp_path / "state.db").exists()
     text = out.getvalue()
     assert "nothing was written to Slurm" in text and "FALLBACK" not in text
     header = next(ln for ln in text.splitlines() if ln.startswith("rank"))
@@ -214,8 +214,28 @@ def test_sigterm_restores_every_change(tmp_path: Path) -> None:
     assert d.run() == 0
     restore = backend.applied[-1]
     assert {u.site_factor for u in restore} == {0} and len(restore) == len(backend.applied[0])
-    assert d.state.jobs == {} and json.loads((tmp_path / "state.json").read_text())["jobs"] == {}
+    assert d.state.jobs == {} and recorded(tmp_path / "state.json")["jobs"] == {}
     assert log.named("stopped")[0]["restored_jobs"] == len(restore)
+
+
+def test_restore_after_migrating_an_earlier_versions_json_state_file(tmp_path: Path) -> None:
+    snap = snapshot(_queue())
+    backend = ScriptedBackend([snap])
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    d, _, _ = _daemon(earlier, backend)
+    d.cycle()
+    sites = {u.job_id: u.site_factor for u in backend.applied[0]}
+    # what an earlier version left: its JSON state file, where the configuration names it
+    (tmp_path / "state.json").write_text(json.dumps(d.state.to_json(), indent=1, sort_keys=True) + "\n")
+    assert StateFile(tmp_path / "state.json").migrate() == tmp_path / "state.json.migrated"
+    backend = ScriptedBackend([with_site(snap, sites)])
+    d, _, _ = _daemon(tmp_path, backend)
+    assert set(d.state.jobs) == set(sites)
+    rep = d.restore()
+    assert rep.ok and rep.restored_jobs == len(sites)
+    assert {u.site_factor for u in backend.applied[-1]} == {0} and len(backend.applied[-1]) == len(sites)
+    assert d.state.jobs == {} and recorded(tmp_path / "state.json")["jobs"] == {}
 
 
 def test_metrics_have_no_per_job_labels(tmp_path: Path) -> None:

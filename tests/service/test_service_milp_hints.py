@@ -9,7 +9,6 @@ written anything); deleting the reservation lets Slurm schedule.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -18,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from service_helpers import NullLog, config
+from service_helpers import NullLog, config, recorded
 
 from rltune_daemon.formats.slurm import expand_hostlist
 from rltune_daemon.service.backends import SlurmBackend
@@ -117,7 +116,7 @@ def test_milp_hint_lands_and_slurm_follows_it(c: SlurmTestCluster, tmp_path: Pat
     assert placed == {x: ("k80-2",), y: ("p100-2",)}
     assert set(expand_hostlist(_exc(c, x))) == set(ALL) - {"k80-2"}  # every node but the hinted one
     assert set(expand_hostlist(_exc(c, y))) == set(ALL) - {"p100-2"}
-    state = json.loads((tmp_path / "state.json").read_text())
+    state = recorded(tmp_path / "state.json")
     assert state["jobs"][x]["hint_nodes"] == ["k80-2"] and "exc_nodes" in state["jobs"][x]["fields"]
     _release(c)
     c.wait_state(x, "RUNNING")
@@ -194,4 +193,4 @@ def test_restore_and_sigterm_clear_a_live_hint(c: SlurmTestCluster, tmp_path: Pa
         if proc.poll() is None:
             proc.kill()
     assert (_exc(c, x), _exc(c, y)) == ("", "") and c.sprio()[x][1] == c.sprio()[y][1] == 0
-    assert json.loads((tmp_path / "state.json").read_text())["jobs"] == {}
+    assert recorded(tmp_path / "state.json")["jobs"] == {}

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from service_helpers import NullLog, config
+from service_helpers import NullLog, config, recorded
 
 from rltune_daemon.service.backends import SlurmBackend
 from rltune_daemon.service.config import DaemonConfig
@@ -83,7 +83,7 @@ def test_dry_run_changes_nothing(c: SlurmTestCluster, tmp_path: Path) -> None:
     assert [r[1] for r in rows][:2] == [ids["tiny"], ids["short"]]  # sjf order, shown not applied
     assert any(r[6] == "*" for r in rows)  # proposed priorities differ (marked).
     assert _view(c) == before  # ...but nothing changed in Slurm
-    assert not (tmp_path / "state.json").exists()
+    assert not (tmp_path / "state.db").exists()
     cycle = next(json.loads(ln) for ln in res.stderr.splitlines() if '"event": "cycle"' in ln)
     assert cycle["outcome"] == "dry_run" and cycle["slurm_calls"] == 5  # reads only: no scontrol update
 
@@ -185,7 +185,7 @@ def test_daemon_survives_a_stopped_controller_and_sigterm_restores(c: SlurmTestC
         n = len(_events(log))
         _wait_event(log, lambda e: e.get("event") == "cycle" and e["outcome"] == "applied"
                     and _events(log).index(e) >= n, 30, proc, "an applied cycle after the restart")
-        state = json.loads((tmp_path / "state.json").read_text())
+        state = recorded(tmp_path / "state.json")
         assert set(state["jobs"]) & set(ids.values())
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0, log.read_text()[-2000:]
@@ -193,7 +193,7 @@ def test_daemon_survives_a_stopped_controller_and_sigterm_restores(c: SlurmTestC
     assert stopped["not_restored"] == 0 and stopped["restored_jobs"] > 0
     prio = c.sprio()
     assert all(prio[j][1] == 0 for j in ids.values())
-    assert json.loads((tmp_path / "state.json").read_text())["jobs"] == {}
+    assert recorded(tmp_path / "state.json")["jobs"] == {}
 
 
 def test_queue_check_sees_a_submission_and_the_daemon_replans_at_once(c: SlurmTestCluster,
@@ -232,7 +232,7 @@ def test_the_partition_filter_reads_only_those_partitions_and_the_probe_checks_i
     assert "in partition(s) gpu" in res.stdout
     res = _cli(tmp_path / "cfg.toml", "--once")
     assert res.returncode == 0, res.stderr[-2000:]
-    state = json.loads((tmp_path / "state.json").read_text())["jobs"]
+    state = recorded(tmp_path / "state.json")["jobs"]
     assert set(state) <= set(gpu.values()) and hipri not in state and c.sprio()[hipri][1] == 0
     assert _cli(tmp_path / "cfg.toml", "--restore").returncode == 0
     _cfg(tmp_path, c, slurm__partitions=["gpux"])

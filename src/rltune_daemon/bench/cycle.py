@@ -457,7 +457,7 @@ def run_one(spec: PolicySpec, pending: int, args: argparse.Namespace, work: Path
         overrides: dict[str, Any] = {
             "model": spec.model, "run_model_behind_base": True,  # the bench times the model it names
             "base_policy": spec.base_policy, "interval": args.interval, "react": 0,
-            "state_file": str(run_dir / "state.json"), "slurm": {"conf": str(cluster.conf)},
+            "state_file": str(run_dir / "state.db"), "slurm": {"conf": str(cluster.conf)},
             "metrics": {"enabled": False}}
         cfg = load_config(None, **overrides)
         configure("error", "json")  # the bench reports each cycle itself; the log's errors still show

@@ -19,6 +19,7 @@ written) to the end. Writes ``DIR/soak.json`` and ``DIR/soak.png``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -36,6 +37,7 @@ from typing import Any
 from rltune_daemon.bench.load import NODE_GPUS, Latency, fill_queue, latency_stats
 from rltune_daemon.cli.common import print_json
 from rltune_daemon.errors import UserError
+from rltune_daemon.service.statefile import StateFile
 from rltune_daemon.slurm.localcluster import LocalCluster, slurm_installed
 
 FLAT_SHARE = 0.05
@@ -98,11 +100,13 @@ def _proc(pid: int) -> tuple[int, int]:
         return 0, 0
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
+def _size(journal: Path) -> int:
+    """The state journal's bytes, its write-ahead log's included (commits sit there until checkpointed)."""
+    total = 0
+    for path in (journal, journal.with_name(journal.name + "-wal")):
+        with contextlib.suppress(OSError):
+            total += path.stat().st_size
+    return total
 
 
 def _watch(proc: subprocess.Popen[str], phase: Phase, state: Path, stop_after: int,
@@ -150,7 +154,7 @@ def _daemon(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
 
 def soak_sim(hours: float, model: str, work: Path) -> Phase:
     phase = Phase("sim")
-    state = work / "sim-state.json"
+    state = work / "sim-state.db"
     proc = _daemon({"RLTUNE_SIM__SPEEDUP": "0", "RLTUNE_SIM__HOURS": str(hours), "RLTUNE_MODEL": model,
                     "RLTUNE_STATE_FILE": str(state), "RLTUNE_METRICS__ENABLED": "false"},
                    "--backend", "sim")
@@ -198,7 +202,7 @@ def soak_live(jobs: int, cycles: int, model: str, interval: float, work: Path) -
         baseline = [s for _, s in latency.times]
         before = list(latency.times)
         latency.times.clear()
-        state = work / "live-state.json"
+        state = work / "live-state.db"
         (work / "live.toml").write_text(
             f'model = "{model}"\ninterval = {interval}\nreact = 0\nstate_file = "{state}"\n'
             f'[slurm]\nconf = "{cluster.conf}"\n[metrics]\nenabled = false\n')
@@ -260,7 +264,8 @@ def soak_live(jobs: int, cycles: int, model: str, interval: float, work: Path) -
 
 
 def _state_jobs(state: Path) -> int:
-    return len(json.loads(state.read_text())["jobs"]) if state.exists() else 0
+    with contextlib.closing(StateFile(state)) as reader:
+        return len(reader.load().jobs)
 
 
 

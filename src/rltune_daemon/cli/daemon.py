@@ -28,7 +28,7 @@ from rltune_daemon.service.metrics import Metrics
 from rltune_daemon.service.notify import Notifier
 from rltune_daemon.service.policy import CountingPlacer, choose_policy, trained_under
 from rltune_daemon.service.probe import print_probe, run_probe
-from rltune_daemon.service.statefile import StateFile
+from rltune_daemon.service.statefile import StateFile, legacy_path
 from rltune_daemon.sim.backend import SimBackend
 from rltune_daemon.slurm.errors import SlurmError
 from rltune_daemon.traces import load_workload
@@ -135,6 +135,8 @@ def check_config(cfg: DaemonConfig, path: Path | None, probe: bool = False) -> i
         parent = parent.parent
     writable = os.access(parent, os.W_OK)
     print(f"state file: {state} ({'writable' if writable else 'NOT writable by this user'})")
+    if (legacy := legacy_path(state)) is not None and legacy.exists():
+        print(f"state file: {legacy}, an earlier version's, is migrated into it at the next live start")
     print("config OK")
     if not probe:
         return 0
@@ -161,6 +163,8 @@ def _run(args: argparse.Namespace) -> int:
         state_file.check_writable()
         state_file.lock()
     try:
+        if live and (kept := state_file.migrate()) is not None:
+            log.info("state_migrated", into=str(state_file.path), kept=str(kept))
         backend = make_backend(cfg, once=args.once and not args.restore)
         metrics = Metrics()
         server = None
@@ -191,6 +195,7 @@ def _run(args: argparse.Namespace) -> int:
             if server is not None:
                 server.close()
     finally:
+        state_file.close()  # under the lock: SQLite folds its log into the journal
         state_file.unlock()
 
 

@@ -54,6 +54,39 @@ class JobRecord:
         # ``hint_cycles`` that bounds how long a hint may delay it.
         return not self.fields and not self.hint_done and not self.hint_nodes and not self.hint_age
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "fields": {
+                name: {
+                    "original": _value_to_json(fc.original), "value": _value_to_json(fc.value),
+                    "previous": _value_to_json(fc.previous), "first_set": round(fc.first_set, 3),
+                    "last_set": round(fc.last_set, 3), "confirmed": fc.confirmed,
+                }
+                for name, fc in self.fields.items()
+            },
+            "hint_age": self.hint_age, "hint_done": self.hint_done, "hint_nodes": list(self.hint_nodes),
+            "started": self.started,
+        }
+
+    @staticmethod
+    def from_json(raw: Any, job_id: str) -> JobRecord:
+        rec = JobRecord(
+            hint_age=int(raw.get("hint_age", 0)), hint_done=bool(raw.get("hint_done", False)),
+            hint_nodes=tuple(str(n) for n in raw.get("hint_nodes", ())),
+            started=bool(raw.get("started", False)),
+        )
+        for name, fc in dict(raw.get("fields", {})).items():
+            if name not in FIELDS:
+                raise ValueError(f"job {job_id}: unknown field {name!r}")
+            where = f"job {job_id} {name}"
+            rec.fields[name] = FieldChange(
+                original=_value_from_json(fc["original"], where), value=_value_from_json(fc["value"], where),
+                previous=_value_from_json(fc.get("previous", fc["original"]), where),
+                first_set=float(fc.get("first_set", 0.0)), last_set=float(fc.get("last_set", 0.0)),
+                confirmed=bool(fc.get("confirmed", False)),
+            )
+        return rec
+
 
 def _value_to_json(v: Value) -> Any:
     return list(v) if isinstance(v, tuple) else v
@@ -79,20 +112,7 @@ class DaemonState:
     demoted_since: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        jobs: dict[str, Any] = {}
-        for job_id, rec in sorted(self.jobs.items(), key=lambda kv: job_order(kv[0])):
-            jobs[job_id] = {
-                "fields": {
-                    name: {
-                        "original": _value_to_json(fc.original), "value": _value_to_json(fc.value),
-                        "previous": _value_to_json(fc.previous), "first_set": round(fc.first_set, 3),
-                        "last_set": round(fc.last_set, 3), "confirmed": fc.confirmed,
-                    }
-                    for name, fc in rec.fields.items()
-                },
-                "hint_age": rec.hint_age, "hint_done": rec.hint_done, "hint_nodes": list(rec.hint_nodes),
-                "started": rec.started,
-            }
+        jobs = {job_id: self.jobs[job_id].to_json() for job_id in sorted(self.jobs, key=job_order)}
         return {
             "version": STATE_VERSION, "written": round(time.time(), 3), "host": socket.gethostname(),
             "jobs": jobs, "hands_off": dict(self.hands_off),
@@ -107,23 +127,7 @@ class DaemonState:
             raise ValueError(f"unsupported version {data.get('version')!r} (expected {STATE_VERSION})")
         state = DaemonState()
         for job_id, raw in dict(data.get("jobs", {})).items():
-            rec = JobRecord(
-                hint_age=int(raw.get("hint_age", 0)), hint_done=bool(raw.get("hint_done", False)),
-                hint_nodes=tuple(str(n) for n in raw.get("hint_nodes", ())),
-                started=bool(raw.get("started", False)),
-            )
-            for name, fc in dict(raw.get("fields", {})).items():
-                if name not in FIELDS:
-                    raise ValueError(f"job {job_id}: unknown field {name!r}")
-                where = f"job {job_id} {name}"
-                rec.fields[name] = FieldChange(
-                    original=_value_from_json(fc["original"], where),
-                    value=_value_from_json(fc["value"], where),
-                    previous=_value_from_json(fc.get("previous", fc["original"]), where),
-                    first_set=float(fc.get("first_set", 0.0)), last_set=float(fc.get("last_set", 0.0)),
-                    confirmed=bool(fc.get("confirmed", False)),
-                )
-            state.jobs[str(job_id)] = rec
+            state.jobs[str(job_id)] = JobRecord.from_json(raw, str(job_id))
         state.hands_off = {str(k): str(v) for k, v in dict(data.get("hands_off", {})).items()}
         state.demoted_since = {str(k): float(v) for k, v in dict(data.get("demoted_since", {})).items()}
         return state

@@ -121,6 +121,7 @@ def main(argv: list[str]) -> int:
                      speedup=settings["speedup"], policy=daemon.choice.label, replay=True)
             return daemon.run()
         finally:
+            state_file.close()
             state_file.unlock()
 
     return run_guarded(go)

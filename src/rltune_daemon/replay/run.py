@@ -190,7 +190,7 @@ def run_arm(cfg: ReplayConfig, arm: Arm, win: ReplayWindow, target: clusters.Tar
                         "base_policy": arm.policy if arm.kind == "daemon" else "multifactor",
                         "model": arm.policy if arm.kind == "rltune" else "", "placement": arm.hints,
                         "reorder": arm.reorder,
-                        "state_file": str(log.with_suffix(".state.json"))}
+                        "state_file": str(log.with_suffix(".state.db"))}
             if target.local is None:  # a shared cluster: steer only this user's jobs in this partition
                 settings.update(scope_user=pwd.getpwuid(os.getuid()).pw_name, partition=target.partition)
             path = log.with_suffix(".settings.json")

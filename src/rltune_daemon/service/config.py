@@ -43,6 +43,7 @@ from rltune_daemon.planner.config import (
     loop_settings,
 )
 from rltune_daemon.policies.registry import BASELINES, DAEMON_DEFAULT
+from rltune_daemon.service.statefile import journal_path
 
 # A cycle is a handful of slurmctld RPCs plus a planner run; more often than every few seconds it would
 # load the controller without being able to react faster than Slurm's own scheduling passes.
@@ -51,7 +52,7 @@ REACT_MIN = 1.0
 WRITE_BATCH_DEFAULT = 100
 WRITE_RATE_DEFAULT = 200.0
 DEFAULT_CONFIG_PATH = "/etc/rltune-daemon/rltune-daemon.toml"
-DEFAULT_STATE_FILE = "/var/lib/rltune-daemon/state.json"
+DEFAULT_STATE_FILE = "/var/lib/rltune-daemon/state.db"
 ENV_PREFIX = "RLTUNE_"
 _TOML_DATA: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("toml", default=None)
 
@@ -198,7 +199,8 @@ class DaemonConfig(BaseSettings):
     run_model_behind_base: bool = Field(
         False, description="run the model even when its own manifest shows it behind multifactor or its "
                            "base policy on held-out windows (default: fall back to base_policy, say so)")
-    state_file: str = Field("", description="JSON record of every change (default under StateDirectory)")
+    state_file: str = Field("", description="SQLite journal of every change (default under StateDirectory; "
+                            "a name ending in .json means the .db beside it)")
     recommended_by: str = Field("", description="the `rltune site` results.json this configuration came "
                                 "from (--check-config shows its verdict); informational only")
     planner: PlannerSection = PlannerSection()
@@ -247,12 +249,13 @@ class DaemonConfig(BaseSettings):
     # ---- derived values --------------------------------------------------------------------
 
     def resolved_state_file(self) -> Path:
-        """``state_file``, else ``$STATE_DIRECTORY/state.json`` (systemd's StateDirectory=), else the
-        FHS default."""
+        """The journal: ``state_file`` (``X.json``, written for the JSON file of earlier versions, means
+        ``X.db``: ``statefile.journal_path``), else ``$STATE_DIRECTORY/state.db`` (systemd's
+        StateDirectory=), else the FHS default."""
         if self.state_file:
-            return Path(self.state_file)
+            return journal_path(Path(self.state_file))
         sd = os.environ.get("STATE_DIRECTORY", "").split(":")[0]
-        return Path(sd) / "state.json" if sd else Path(DEFAULT_STATE_FILE)
+        return Path(sd) / "state.db" if sd else Path(DEFAULT_STATE_FILE)
 
     def planner_config(self) -> PlannerConfig:
         p, e, o = self.planner, self.exempt, self.scope

@@ -12,7 +12,6 @@ SIGTERM/SIGINT finish the current batch of updates, then put every job back.
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 import time
@@ -148,7 +147,6 @@ class Daemon:
         self.stop_signal: int | None = None
         if isinstance(backend, SlurmBackend):
             backend.runner.on_wait = self._tick
-        self._saved = self._fingerprint()
         self._publish_policy()  # logged by run(), after the CLI's 'starting' line
 
     # ---- policy ---------------------------------------------------------------------------------
@@ -217,16 +215,9 @@ class Daemon:
 
     # ---- one cycle ------------------------------------------------------------------------------
 
-    def _fingerprint(self) -> str:
-        data = self.state.to_json()
-        data.pop("written", None)
-        return json.dumps(data, sort_keys=True)
-
-    def _save(self, force: bool = False) -> None:
-        fp = self._fingerprint()
-        if force or fp != self._saved:
-            self.state_file.save(self.state)
-            self._saved = fp
+    def _save(self) -> None:
+        """Commit what changed since the last save (durable on return); the journal finds what that is."""
+        self.state_file.save(self.state)
 
     def _error(self, rep: CycleReport, err: BaseException, where: str) -> None:
         kind = error_kind(err)
@@ -377,7 +368,7 @@ class Daemon:
         out.dropped = len(decision.dropped)
         if decision.changes:
             self.applier.begin(self.state, snap, decision, time.time())
-            self._save(force=True)
+            self._save()
             unknown = info.site_factor_unknown if info is not None else frozenset()
             try:
                 result = self.backend.apply(snap, decision.updates(), site_factor_unknown=unknown,
@@ -398,7 +389,7 @@ class Daemon:
                 out.kept[job_id] = decision.kept[job_id]
             else:
                 out.remaining[job_id] = decision.unresolved.get(job_id) or out.error or "not restored"
-        self._save(force=True)
+        self._save()
         return out
 
     # ---- the loop -------------------------------------------------------------------------------
