@@ -1,16 +1,20 @@
 """``rltune bench``: timings as benchmarks (never as test assertions). ``sim`` times one whole-trace
 simulation; ``decide`` times one daemon decision (``bench.decide``); ``soak`` runs the daemon long and
 watches it from outside (``bench.soak``); ``cycle`` times the daemon's cycle stage by stage on the
-local Slurm (``bench.cycle``); ``site`` times ``rltune site`` on a generated history (``bench.site``)."""
+local Slurm (``bench.cycle``); ``state`` times a save of the undo record (``bench.state``); ``site``
+times ``rltune site`` on a generated history (``bench.site``)."""
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
-from rltune_daemon.bench import cycle, decide, site, soak
+from rltune_daemon.bench import cycle, decide, site, soak, state
 from rltune_daemon.cli.common import add_bf_reservations, add_load_args, load_from_args, machine, print_json
+from rltune_daemon.errors import UserError
 from rltune_daemon.evaluate.runner import EvalConfig, make_controller
 from rltune_daemon.sim import Simulator
 from rltune_daemon.sim.config import checked_reservations
@@ -27,10 +31,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_bf_reservations(s)
     s.set_defaults(func=bench_sim)
 
+    st = bsub.add_parser("state", help="time a save of the daemon's undo record (the state journal)")
+    st.add_argument("--jobs", type=int, default=10_000, help="recorded jobs (default 10000)")
+    st.add_argument("--changed", type=int, default=200, help="jobs a cycle changes (default 200)")
+    st.add_argument("--repeats", type=int, default=20, help="timed saves (default 20); the median "
+                    "is reported")
+    st.add_argument("--dir", type=Path, default=None, help="where the journal is written (default: a "
+                    "temporary directory; the disk under the daemon's StateDirectory is what counts)")
+    st.set_defaults(func=bench_state)
+
     decide.register(bsub)
     soak.register(bsub)
     cycle.register(bsub)
     site.register(bsub)
+
+
+def bench_state(args: argparse.Namespace) -> int:
+    if min(args.jobs, args.changed, args.repeats) < 1 or args.changed > args.jobs:
+        raise UserError("--jobs, --changed and --repeats must be positive, and --changed at most --jobs")
+    with tempfile.TemporaryDirectory(prefix="rltune-bench-state-", dir=args.dir) as tmp:
+        result = state.time_saves(Path(tmp) / "state.db", args.jobs, args.changed, args.repeats)
+    print_json({"bench": "state", **result, **machine()})
+    return 0
 
 
 def bench_sim(args: argparse.Namespace) -> int:
