@@ -17,10 +17,10 @@ from rltune_daemon.bench.cycle import (
     parse_sizes,
     phase_of,
     results_md,
-    split_latency,
     summarise,
     update_kinds,
 )
+from rltune_daemon.bench.load import split_latency
 from rltune_daemon.cli.main import main
 from rltune_daemon.errors import UserError
 

@@ -39,7 +39,6 @@ import bisect
 import datetime
 import json
 import math
-import multiprocessing as mp
 import os
 import shutil
 import statistics
@@ -56,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from rltune_daemon import spans as spans_of_cycle
-from rltune_daemon.bench.load import NODE_GPUS, Latency, fill_queue
+from rltune_daemon.bench.load import NODE_GPUS, UserSbatch, fill_queue, split_latency
 from rltune_daemon.bench.load import latency_stats as soak_latency_stats
 from rltune_daemon.cli.common import machine, print_json
 from rltune_daemon.domain.updates import ApplyResult
@@ -195,25 +194,6 @@ def latency_stats(values: Sequence[float]) -> dict[str, float]:
     return soak_latency_stats(values, median_key="p50_ms")
 
 
-def split_latency(samples: Sequence[tuple[float, float]], cycles: Sequence[tuple[float, float]],
-                  excluded: Sequence[tuple[float, float]] = ()) -> dict[str, list[float]]:
-    """A user's ``sbatch`` (start, seconds) samples split by whether the call overlapped a cycle
-    (``inside``) or fell wholly between cycles (``between``); calls wholly before the first cycle or
-    after the last one are in neither, and so are calls that overlap an ``excluded`` span (the bench
-    cancelling the user's held jobs)."""
-    if not cycles:
-        return {"inside": [], "between": []}
-    lo, hi = cycles[0][0], cycles[-1][1]
-
-    def overlaps(a: float, b: float, spans: Sequence[tuple[float, float]]) -> bool:
-        return any(a <= y and x <= b for x, y in spans)
-
-    out: dict[str, list[float]] = {"inside": [], "between": []}
-    for t, s in samples:
-        if t + s < lo or t > hi or overlaps(t, t + s, excluded):
-            continue
-        out["inside" if overlaps(t, t + s, cycles) else "between"].append(s)
-    return out
 
 
 def summarise(rows: Sequence[Mapping[str, Any]], tail: int = 5) -> dict[str, Any]:
@@ -370,41 +350,6 @@ def cycle_row(rep: Any, spans: Sequence[Span], result: ApplyResult | None, phase
     }
 
 
-# ---- the user's sbatch, from its own process ---------------------------------------------------------
-
-
-def _latency_child(env: dict[str, str], every: float, path: str, stop: Any) -> None:
-    """A user submitting a held 1-minute job every ``every`` s until ``stop`` is set; (monotonic start,
-    seconds) pairs to ``path``. Its own process, so the daemon's work in the bench process cannot delay
-    the clock that times it."""
-    lat = Latency(env, every=every)
-    while not stop.is_set():
-        lat.once()
-        stop.wait(every)
-    Path(path).write_text(json.dumps(lat.times))
-
-
-class UserSbatch:
-    def __init__(self, env: dict[str, str], every: float, path: Path) -> None:
-        ctx = mp.get_context("spawn")
-        self.stop = ctx.Event()
-        self.path = path
-        self.proc = ctx.Process(target=_latency_child, args=(env, every, str(path), self.stop))
-
-    def __enter__(self) -> UserSbatch:
-        self.proc.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.proc.join(timeout=180)
-        if self.proc.is_alive():
-            self.proc.kill()
-
-    def samples(self) -> list[tuple[float, float]]:
-        if not self.path.exists():
-            return []
-        return [(float(t), float(s)) for t, s in json.loads(self.path.read_text())]
 
 
 # ---- one run: a policy at one queue length ------------------------------------------------------------
@@ -599,5 +544,5 @@ def register(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c.set_defaults(func=bench_cycle)
 
 
-__all__ = ["parse_policies", "parse_sizes", "phase_of", "register", "split_latency", "summarise",
+__all__ = ["parse_policies", "parse_sizes", "phase_of", "register", "summarise",
            "update_kinds"]

@@ -3,12 +3,16 @@ queue of ``n`` pending GPU jobs, and a user's ``sbatch`` timed while the daemon 
 
 from __future__ import annotations
 
+import json
+import multiprocessing as mp
 import statistics
 import subprocess
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from rltune_daemon.errors import UserError
 
@@ -61,4 +65,62 @@ def fill_queue(n: int, env: dict[str, str]) -> None:
     for p in procs:
         if p.wait() != 0:
             raise UserError("sbatch failed while filling the soak queue (MaxJobCount?)")
+
+
+# ---- the user's sbatch, from its own process ---------------------------------------------------------
+
+
+def split_latency(samples: Sequence[tuple[float, float]], cycles: Sequence[tuple[float, float]],
+                  excluded: Sequence[tuple[float, float]] = ()) -> dict[str, list[float]]:
+    """A user's ``sbatch`` (start, seconds) samples split by whether the call overlapped a cycle
+    (``inside``) or fell wholly between cycles (``between``); calls wholly before the first cycle or
+    after the last one are in neither, and so are calls that overlap an ``excluded`` span (the bench
+    cancelling the user's held jobs)."""
+    if not cycles:
+        return {"inside": [], "between": []}
+    lo, hi = cycles[0][0], cycles[-1][1]
+
+    def overlaps(a: float, b: float, spans: Sequence[tuple[float, float]]) -> bool:
+        return any(a <= y and x <= b for x, y in spans)
+
+    out: dict[str, list[float]] = {"inside": [], "between": []}
+    for t, s in samples:
+        if t + s < lo or t > hi or overlaps(t, t + s, excluded):
+            continue
+        out["inside" if overlaps(t, t + s, cycles) else "between"].append(s)
+    return out
+
+
+def _latency_child(env: dict[str, str], every: float, path: str, stop: Any) -> None:
+    """A user submitting a held 1-minute job every ``every`` s until ``stop`` is set; (monotonic start,
+    seconds) pairs to ``path``. Its own process, so the daemon's work in the bench process cannot delay
+    the clock that times it."""
+    lat = Latency(env, every=every)
+    while not stop.is_set():
+        lat.once()
+        stop.wait(every)
+    Path(path).write_text(json.dumps(lat.times))
+
+
+class UserSbatch:
+    def __init__(self, env: dict[str, str], every: float, path: Path) -> None:
+        ctx = mp.get_context("spawn")
+        self.stop = ctx.Event()
+        self.path = path
+        self.proc = ctx.Process(target=_latency_child, args=(env, every, str(path), self.stop))
+
+    def __enter__(self) -> UserSbatch:
+        self.proc.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.proc.join(timeout=180)
+        if self.proc.is_alive():
+            self.proc.kill()
+
+    def samples(self) -> list[tuple[float, float]]:
+        if not self.path.exists():
+            return []
+        return [(float(t), float(s)) for t, s in json.loads(self.path.read_text())]
 

@@ -31,9 +31,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from rltune_daemon.domain.arrays import F64, I64, ClusterArrays, JobTable
-from rltune_daemon.domain.jobs import Job
 from rltune_daemon.domain.plan import PlacementKind
-from rltune_daemon.domain.snapshot import NodeAlloc, NodeState, PendingState, RunningJob, Snapshot
 from rltune_daemon.domain.workload import Workload
 from rltune_daemon.placement.allocate import Allocation, FreeView, allocate, fits, give, live_view, take
 from rltune_daemon.placement.shapes import EligibilityIndex, job_shapes
@@ -175,32 +173,6 @@ class Simulator:
         """The controller changed pending jobs' priorities outside ``order`` (a daemon's SiteFactor
         write): the tick runs a scheduling pass, as slurmctld schedules after a job update."""
         self._steered = True
-
-    def snapshot(self, states: list[PendingState] | None = None, jobs: tuple[Job, ...] | None = None
-                 ) -> Snapshot:
-        """The typed Snapshot a live Slurm source would give for the current state (``states``:
-        scheduler state per pending row, in ``pending_rows()`` order; default all zero). ``jobs``: the
-        workload's jobs as the source names them (one per row; default the workload's own)."""
-        jobs = self.workload.jobs if jobs is None else jobs
-        cl = self.cl
-        rows = self.pending_rows()
-        pend = tuple(jobs[int(r)] for r in rows)
-        st = tuple(states) if states is not None else tuple(PendingState() for _ in rows)
-        running = []
-        for row, alloc in self.allocs.items():
-            est = float(self.start[row]) + float(self.limit[row]) * float(self.slow[row])
-            parts = tuple(NodeAlloc(cl.names[int(n)], int(g), int(c), int(m))
-                          for n, g, c, m in zip(alloc.nodes, alloc.gpus, alloc.cpus, alloc.mem, strict=True))
-            running.append(RunningJob(jobs[row], float(self.start[row]), est, parts))
-        nodes = tuple(
-            NodeState(name=spec.name, gpu_type=spec.gpu_type, gpus=spec.gpus,
-                      gpus_alloc=int(spec.gpus - cl.gpus_free[i]), cpus=spec.cpus,
-                      cpus_alloc=int(spec.cpus - cl.cpus_free[i]), mem_mb=spec.mem_mb,
-                      mem_alloc_mb=int(spec.mem_mb - cl.mem_free[i]), partitions=spec.partitions,
-                      state="mixed" if cl.jobs_on[i] else "idle", usable=bool(cl.usable[i]))
-            for i, spec in enumerate(self.workload.cluster.nodes))
-        partitions = self.workload.cluster.partitions
-        return Snapshot(self.now, pend, st, tuple(running), nodes, partitions, "simulator")
 
     # ------------------------------------------------------------------ start / finish
     def _start(self, row: int, alloc: Allocation) -> None:

@@ -18,6 +18,7 @@ from rltune_daemon.domain.arrays import F64, I64, JobTable
 from rltune_daemon.domain.effects import EffectsConfig
 from rltune_daemon.domain.history import RunHistory
 from rltune_daemon.domain.queue import QueueView
+from rltune_daemon.domain.snapshot import NodeAlloc, NodeState, RunningJob
 from rltune_daemon.placement.allocate import FreeView, fits
 from rltune_daemon.placement.context import PlacementContext
 
@@ -97,8 +98,31 @@ class SimView:
 
     def snapshot(self, states: list[PendingState] | None = None, jobs: tuple[Job, ...] | None = None
                  ) -> Snapshot:
-        """The Snapshot a live Slurm read would give now (``Simulator.snapshot``)."""
-        return self._sim.snapshot(states, jobs)
+        """The Snapshot a live Slurm read would give now (``states``:
+        scheduler state per pending row, in ``pending_rows()`` order; default all zero). ``jobs``: the
+        workload's jobs as the source names them (one per row; default the workload's own)."""
+        sim = self._sim
+        jobs = sim.workload.jobs if jobs is None else jobs
+        cl = sim.cl
+        rows = sim.pending_rows()
+        pend = tuple(jobs[int(r)] for r in rows)
+        st = tuple(states) if states is not None else tuple(PendingState() for _ in rows)
+        running = []
+        for row, alloc in sim.allocs.items():
+            est = float(sim.start[row]) + float(sim.limit[row]) * float(sim.slow[row])
+            parts = tuple(NodeAlloc(cl.names[int(n)], int(g), int(c), int(m))
+                          for n, g, c, m in zip(alloc.nodes, alloc.gpus, alloc.cpus, alloc.mem, strict=True))
+            running.append(RunningJob(jobs[row], float(sim.start[row]), est, parts))
+        nodes = tuple(
+            NodeState(name=spec.name, gpu_type=spec.gpu_type, gpus=spec.gpus,
+                      gpus_alloc=int(spec.gpus - cl.gpus_free[i]), cpus=spec.cpus,
+                      cpus_alloc=int(spec.cpus - cl.cpus_free[i]), mem_mb=spec.mem_mb,
+                      mem_alloc_mb=int(spec.mem_mb - cl.mem_free[i]), partitions=spec.partitions,
+                      state="mixed" if cl.jobs_on[i] else "idle", usable=bool(cl.usable[i]))
+            for i, spec in enumerate(sim.workload.cluster.nodes))
+        partitions = sim.workload.cluster.partitions
+        return Snapshot(sim.now, pend, st, tuple(running), nodes, partitions, "simulator")
+
 
     # ---- placing -------------------------------------------------------------------------------
 
