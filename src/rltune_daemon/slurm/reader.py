@@ -13,7 +13,7 @@ list. Anything incomplete or inconsistent raises ``SuspectRead`` before a Snapsh
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Protocol, runtime_checkable
 
 from rltune_daemon.domain import Snapshot, job_order
@@ -112,6 +112,7 @@ class SlurmReader:
         unlimited_s: float = UNLIMITED_DEFAULT_S,
         limits: ReadLimits | None = None,
         single_checks: int = 3,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         self.runner = runner
         self.partitions = tuple(partitions)
@@ -119,6 +120,7 @@ class SlurmReader:
         self.unlimited_s = unlimited_s
         self.limits = limits or ReadLimits()
         self.single_checks = single_checks
+        self.wall = wall  # the clock a Snapshot is stamped with (epoch seconds)
         self._last: ReadInfo | None = None
         self._previous: frozenset[str] | None = None  # jobs the previous framed read listed
         self._nodes: int = 0
@@ -132,7 +134,7 @@ class SlurmReader:
         self.runner.begin_cycle()
         if self.ping_first and not self.runner.ping():
             raise ControllerDown("slurmctld unreachable (scontrol ping: DOWN); cycle skipped")
-        clock = time.time()  # also when sprio ran: the first call after the ping
+        clock = self.wall()  # also when sprio ran: the first call after the ping
         parts = self.partitions
         prio = parse_sprio(self.runner.run(sprio_argv(parts), encoding="latin-1").stdout)
         jobs = parse_squeue_jobs(self.runner.run(squeue_jobs_argv(parts), encoding="latin-1").stdout)

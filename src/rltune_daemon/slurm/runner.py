@@ -170,6 +170,24 @@ class SlurmRunner:
         limit = self.timeout if timeout is None else timeout
         t0 = time.monotonic()
         try:
+            rc, out, err = self._execute(full, stdin, limit, encoding)
+        except CommandTimeout:
+            self.stats.add(_key(argv), time.monotonic() - t0)
+            raise
+        seconds = time.monotonic() - t0
+        self.stats.add(_key(argv), seconds)
+        if rc == 0 and argv[0] in CONTROLLER_READS:
+            self.answered_at = time.monotonic()
+        result = CommandResult(tuple(full), rc, out, err, seconds)
+        if check:
+            classify(full, result.rc, out, err)
+        return result
+
+    def _execute(self, full: Sequence[str], stdin: str | None, limit: float, encoding: str
+                 ) -> tuple[int, str, str]:
+        """Run ``full`` (argv list, never a shell) in its own session: ``(rc, stdout, stderr)``;
+        ``CommandTimeout`` (the process group killed) past ``limit`` seconds."""
+        try:
             proc = subprocess.Popen(  # argv list, never a shell
                 full,
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -192,16 +210,8 @@ class SlurmRunner:
             out, err = proc.communicate(stdin, timeout=limit)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
-            self.stats.add(_key(argv), time.monotonic() - t0)
             raise CommandTimeout(full, limit) from None
-        seconds = time.monotonic() - t0
-        self.stats.add(_key(argv), seconds)
-        if proc.returncode == 0 and argv[0] in CONTROLLER_READS:
-            self.answered_at = time.monotonic()
-        result = CommandResult(tuple(full), proc.returncode, out, err, seconds)
-        if check:
-            classify(full, result.rc, out, err)
-        return result
+        return proc.returncode, out, err
 
     def ping(self) -> bool:
         """True when ``scontrol ping`` reports the primary controller UP. Immediate when the port is
