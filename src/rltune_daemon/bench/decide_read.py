@@ -38,6 +38,7 @@ from rltune_daemon.core.steer import MAX_UPDATES_DEFAULT, Step, steer
 from rltune_daemon.domain import Plan, Snapshot
 from rltune_daemon.domain.history import FinishedRuns
 from rltune_daemon.domain.updates import ApplyResult, JobResult, JobUpdate, ReadInfo, UpdateStatus
+from rltune_daemon.formats.slurm import parse_memory_mb
 from rltune_daemon.planner import PlannerConfig, PlannerMemory, plan
 from rltune_daemon.policies.base import Policy
 from rltune_daemon.slurm.errors import CommandTimeout
@@ -253,17 +254,21 @@ class FakeSlurm:
         return "".join(lines)
 
     def sinfo(self) -> str:
-        used = {name: 0 for name, *_ in self.nodes}
+        used = {name: [0, 0, 0] for name, *_ in self.nodes}  # GPUs, CPUs, memory of running jobs
         for j in self.jobs:
-            if j.state == "RUNNING":
-                used[j.node_list] = used.get(j.node_list, 0) + j.gpus
+            if j.state == "RUNNING" and j.node_list in used:
+                u = used[j.node_list]
+                u[0] += j.gpus
+                u[1] += j.cpus
+                u[2] += parse_memory_mb(j.mem)
         lines: list[str] = []
         for name, gtype, gpus, cpus, mem in self.nodes:
+            g, c, m = used[name]
+            state = "mixed" if g or c else "idle"
             for p in self.node_parts[name]:
                 tier, factor, limit = PARTITIONS[p]
-                alloc_c = cpus // 2
-                lines.append(f"{name}|gpu:{gtype}:{gpus}|gpu:{gtype}:{used[name]}(IDX:0-{gpus - 1})|mixed|"
-                             f"{alloc_c}/{cpus - alloc_c}/0/{cpus}|{mem}|{mem // 4}|"
+                lines.append(f"{name}|gpu:{gtype}:{gpus}|gpu:{gtype}:{g}(IDX:0-{gpus - 1})|{state}|"
+                             f"{c}/{cpus - c}/0/{cpus}|{mem}|{m}|"
                              f"{p}{'*' if p == DEFAULT_PARTITION else ''}|{tier}|{factor}|{limit}|\n")
         return "".join(lines)
 
