@@ -14,6 +14,7 @@ from rltune_daemon.core.applier import Applier, Decision
 from rltune_daemon.core.record import DaemonState
 from rltune_daemon.domain import Plan, Snapshot
 from rltune_daemon.domain.updates import Fate
+from rltune_daemon.gcpause import paused_gc
 
 # A first cycle on a 10,000-job queue must not hold slurmctld's job lock for seconds (10,000 updates in
 # one burst: a user's sbatch waited 0.5 s; a few hundred per batch: no visible delay). See slurm/pacing.py.
@@ -45,6 +46,13 @@ def steer(applier: Applier, state: DaemonState, snap: Snapshot, planner: Callabl
     """``planner`` sees ``snap`` with hands-off jobs marked admin-owned; at most ``max_updates`` jobs'
     updates are chosen (the most urgent first, ``Decision.limit``). ``on_note`` hears each note of the
     settling as it is made, so a planner that fails later does not lose them."""
+    with paused_gc():
+        return _steer(applier, state, snap, planner, site_unknown, fates, leave_order, max_updates, on_note)
+
+
+def _steer(applier: Applier, state: DaemonState, snap: Snapshot, planner: Callable[[Snapshot], Plan],
+           site_unknown: Collection[str], fates: Mapping[str, Fate] | None, leave_order: bool,
+           max_updates: int, on_note: Callable[[str], None] | None) -> Step:
     before = len(state.jobs)
     notes = applier.reconcile(state, snap, site_unknown, fates)
     for note in notes:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -97,17 +99,29 @@ class JobTable:
         account, accounts = _codes([j.account or j.user for j in jobs])
         prio = (np.array([float(s.priority) for s in states], dtype=np.float64) if states is not None
                 else np.full(n, np.nan))
+        masks: dict[tuple[str, ...], int] = {}  # a few distinct GPU type requests
+
+        def mask_of(gpu_types: Sequence[str]) -> int:
+            key = tuple(gpu_types)  # the same object when it is a tuple already
+            hit = masks.get(key)
+            if hit is None:
+                hit = masks[key] = type_mask(key, types)
+            return hit
+
+        def column(name: str, dtype: type[np.generic]) -> npt.NDArray[Any]:
+            return np.fromiter(map(attrgetter(name), jobs), dtype=dtype, count=n)
+
         table = JobTable(
-            ids=tuple(j.id for j in jobs),
-            submit=np.fromiter((j.submit for j in jobs), dtype=np.float64, count=n),
-            time_limit=np.fromiter((j.time_limit for j in jobs), dtype=np.float64, count=n),
+            ids=tuple(map(attrgetter("id"), jobs)),
+            submit=column("submit", np.float64),
+            time_limit=column("time_limit", np.float64),
             runtime=np.fromiter((np.nan if j.runtime is None else j.runtime for j in jobs), dtype=np.float64,
                                 count=n),
-            gpus=np.fromiter((j.gpus for j in jobs), dtype=np.int64, count=n),
-            nodes_req=np.fromiter((j.nodes for j in jobs), dtype=np.int64, count=n),
-            cpus=np.fromiter((j.cpus for j in jobs), dtype=np.int64, count=n),
-            mem_mb=np.fromiter((j.mem_mb for j in jobs), dtype=np.int64, count=n),
-            type_mask=np.fromiter((type_mask(j.gpu_types, types) for j in jobs), dtype=np.int64, count=n),
+            gpus=column("gpus", np.int64),
+            nodes_req=column("nodes", np.int64),
+            cpus=column("cpus", np.int64),
+            mem_mb=column("mem_mb", np.int64),
+            type_mask=np.fromiter(map(mask_of, map(attrgetter("gpu_types"), jobs)), dtype=np.int64, count=n),
             part_factor=factors[part],
             tier=tiers[part],
             partition=part,

@@ -80,17 +80,35 @@ class JobShapes:
         return len(self.k)
 
 
+def _codes(*columns: I64) -> tuple[I64, I64]:
+    """Per row, a code of its tuple of column values (equal tuples, equal codes; codes 0..m-1), and the
+    first row holding each code. One 1-D ``np.unique`` per column (``np.unique(axis=...)`` sorts void
+    records, ~10x slower)."""
+    n = len(columns[0])
+    code = np.zeros(n, dtype=np.int64)
+    for col in columns:
+        _, inv = np.unique(col, return_inverse=True)
+        inv = inv.reshape(-1).astype(np.int64)
+        code = code * (int(inv.max(initial=0)) + 1) + inv
+        _, code = np.unique(code, return_inverse=True)  # re-compress: codes stay < n, no overflow
+        code = code.reshape(-1).astype(np.int64)
+    _, first = np.unique(code, return_index=True)
+    return code, first.astype(np.int64)
+
+
 def job_shapes(table: JobTable, elig: EligibilityIndex) -> JobShapes:
     """Shapes for every row of ``table``. ``feasible`` is False for jobs no set of eligible nodes could
     ever hold: fewer than ``k`` eligible nodes whose capacity holds one chunk (GPUs, CPUs, memory), or
     no acceptable GPU type."""
     n = len(table)
-    keys: dict[tuple[int, int], int] = {}
-    group = np.empty(n, dtype=np.int64)
     tm, part = table.type_mask, table.partition
-    for i in range(n):  # few distinct pairs; a dict lookup per row is cheap next to I/O
-        group[i] = keys.setdefault((int(tm[i]), int(part[i])), len(keys))
-    gkeys = tuple(keys)
+    # the distinct (type mask, partition) pairs, numbered in the order they first appear
+    pair, first = _codes(tm, part)
+    seen = np.argsort(first, kind="stable")
+    number = np.empty(len(seen), dtype=np.int64)
+    number[seen] = np.arange(len(seen), dtype=np.int64)
+    group = number[pair]
+    gkeys = tuple((int(tm[first[c]]), int(part[first[c]])) for c in seen)
     per_group = [elig.get(*key) for key in gkeys]
     gpn = np.array([p[1] for p in per_group] + [0], dtype=np.int64)[group]
     g = table.gpus
@@ -108,12 +126,10 @@ def job_shapes(table: JobTable, elig: EligibilityIndex) -> JobShapes:
     cl = elig.cluster
     feasible = np.zeros(n, dtype=np.bool_)
     if n:
-        cols = np.stack([group, chunk, cpus_node, mem_node])
-        combos, inverse = np.unique(cols, axis=1, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        capacity = np.zeros(combos.shape[1], dtype=np.int64)
-        for c in range(combos.shape[1]):
-            gi, ch, cn, mn = (int(x) for x in combos[:, c])
+        inverse, first = _codes(group, chunk, cpus_node, mem_node)
+        capacity = np.zeros(len(first), dtype=np.int64)
+        for c, i in enumerate(first.tolist()):
+            gi, ch, cn, mn = int(group[i]), int(chunk[i]), int(cpus_node[i]), int(mem_node[i])
             need_c, need_m = elig.need(ch, cn, mn)
             holds = per_group[gi][0] & (cl.gpus_total >= ch)
             holds &= (cl.cpus_total >= need_c) & (cl.mem_total >= need_m)

@@ -9,22 +9,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from rltune_daemon.domain.arrays import F64, I64, ClusterArrays, JobTable
-from rltune_daemon.domain.plan import Placement, PlacementKind, Plan, PlanEntry
+from rltune_daemon.domain.plan import DEFAULT_PLACEMENT, Placement, PlacementKind, Plan, PlanEntry
 from rltune_daemon.domain.queue import QueueView
 from rltune_daemon.domain.snapshot import PendingState, Snapshot
 from rltune_daemon.harm import size_classes
 from rltune_daemon.placement.allocate import Allocation, FreeView, fits
 from rltune_daemon.placement.context import PlacementContext, Placer
 from rltune_daemon.placement.greedy import greedy_allocations, greedy_placer
-from rltune_daemon.placement.shapes import EligibilityIndex, job_shapes
+from rltune_daemon.placement.shapes import EligibilityIndex, JobShapes, job_shapes
 from rltune_daemon.planner.config import PlannerConfig
 from rltune_daemon.planner.priorities import realizes, retarget, site_factors
-from rltune_daemon.planner.reasons import describe
+from rltune_daemon.planner.reasons import Reasons
 from rltune_daemon.policies.base import Policy
 
 
@@ -45,10 +46,11 @@ class PlannerMemory:
         jobs written a moment apart drift by about that much; targets closer than that invert at once
         and would be rewritten every cycle, and a gap that shrank and grew again would rewrite them all."""
         last = self.last_base
-        moved = [abs(int(b) - last[j]) for j, b in zip(ids, base, strict=True) if j in last]
+        values: list[int] = base.tolist()
+        moved = [abs(b - last[j]) for j, b in zip(ids, values, strict=True) if j in last]
         if moved:
             self.gap = max(self.gap, 1 + int(np.percentile(moved, 99)))
-        self.last_base = {j: int(b) for j, b in zip(ids, base, strict=True)}
+        self.last_base = dict(zip(ids, values, strict=True))
         return self.gap
 
 
@@ -62,12 +64,18 @@ class PlanInputs:
     elig: EligibilityIndex
     base: I64  # multifactor priority without our SiteFactor
 
+    @cached_property
+    def shapes(self) -> JobShapes:
+        """Every row's shape (``placement.shapes.job_shapes``), computed once per plan."""
+        return job_shapes(self.table, self.elig)
+
 
 def inputs_from(snapshot: Snapshot) -> PlanInputs:
     spec = snapshot.cluster()
     table = JobTable.from_jobs(snapshot.pending, spec, snapshot.pending_state)
     cluster = ClusterArrays.from_state(spec, snapshot.nodes, snapshot.running)
-    base = np.array([s.priority - s.site_factor for s in snapshot.pending_state], dtype=np.int64)
+    base = np.fromiter((s.priority - s.site_factor for s in snapshot.pending_state), dtype=np.int64,
+                       count=len(snapshot.pending_state))
     return PlanInputs(snapshot, table, cluster, EligibilityIndex.build(cluster), base)
 
 
@@ -96,7 +104,7 @@ def exemption(job_state: PendingState, qos: str, partition: str, user: str, acco
 def _base_rank(base: I64, submit: F64, rows: I64) -> dict[int, int]:
     """Position of each row under Slurm's own order (priority desc, then submit)."""
     order = rows[np.lexsort((rows, submit[rows], -base[rows]))]
-    return {int(r): k for k, r in enumerate(order)}
+    return dict(zip(order.tolist(), range(len(order)), strict=True))
 
 
 def _guard_rank(cfg: PlannerConfig, base: I64, submit: F64, rows: I64) -> dict[int, int]:
@@ -140,15 +148,16 @@ def plan_inputs(inp: PlanInputs, policy: Policy, cfg: PlannerConfig, mem: Planne
     placements = _placements(inp, plan_rows, cfg, placer)
     base_pos = _base_rank(inp.base, table.submit, plan_rows)
     entries = []
-    for k, r in enumerate(plan_rows):
-        row = int(r)
-        place = placements.get(row, Placement())
-        reason = describe(table, row, now, policy.name, k, base_pos[row], row in guarded, place,
-                          row in placements, cfg.starvation_reference)
-        entries.append(PlanEntry(job_id=table.ids[row], rank=k + 1, score=score_of[row],
-                                 current_priority=int(current[k]), target_priority=int(targets[k]),
-                                 site_factor=int(sites[k]), placement=place, reason=reason,
-                                 starts_now=row in placements))
+    reasons = Reasons(table, now, policy.name, cfg.starvation_reference)
+    ids = table.ids
+    for k, (row, cur, target, site) in enumerate(zip(plan_rows.tolist(), current.tolist(), targets.tolist(),
+                                                      sites.tolist(), strict=True)):
+        place = placements.get(row, DEFAULT_PLACEMENT)
+        starts = row in placements
+        reason = reasons(row, k, base_pos[row], row in guarded, place, starts)
+        entries.append(PlanEntry(job_id=ids[row], rank=k + 1, score=score_of[row], current_priority=cur,
+                                 target_priority=target, site_factor=site, placement=place, reason=reason,
+                                 starts_now=starts))
     return Plan(now, policy.name, tuple(entries), tuple(skipped))
 
 
@@ -156,7 +165,13 @@ def _plannable(snap: Snapshot, cfg: PlannerConfig) -> tuple[I64, list[tuple[str,
     """The rows the plan may move, and ``(job id, why not)`` for every exempt job."""
     skipped: list[tuple[str, str]] = []
     keep: list[int] = []
+    # without exempt or scope lists only a hold or an admin's priority exempts a job
+    by_job = bool(cfg.exempt_qos or cfg.exempt_partitions or cfg.exempt_users or cfg.exempt_accounts
+                  or cfg.only_users or cfg.only_accounts)
     for i, (job, st) in enumerate(zip(snap.pending, snap.pending_state, strict=True)):
+        if not (by_job or st.held or st.admin_priority):
+            keep.append(i)
+            continue
         why = exemption(st, job.qos, job.partition, job.user, job.account, cfg)
         if why:
             skipped.append((job.id, why))
@@ -172,7 +187,7 @@ def _policy_order(inp: PlanInputs, rows: I64, policy: Policy) -> tuple[I64, dict
     view = QueueView(table, rows, inp.snapshot.clock, inp.cluster, None)
     scores = policy.scores(view)
     order_pos = np.lexsort((rows, table.submit[rows], scores, -table.tier[rows]))
-    score_of = {int(r): float(s) for r, s in zip(rows, scores, strict=True)}
+    score_of = dict(zip(rows.tolist(), np.asarray(scores, dtype=np.float64).tolist(), strict=True))
     return rows[order_pos], score_of
 
 
@@ -187,17 +202,27 @@ def _in_class_places(inp: PlanInputs, ordered: I64, next_in_line: int) -> I64:
     slurm = ordered[np.lexsort((ordered, table.submit[ordered], -inp.base[ordered], -table.tier[ordered]))]
     gpus = table.gpus[slurm]
     size = np.where(gpus > 0, size_classes(gpus), -1)  # jobs without GPUs: a class of their own
-    keys = np.stack([table.tier[slurm], table.partition[slurm], size])
-    _, cls = np.unique(keys, axis=1, return_inverse=True)
-    cls = cls.reshape(-1)
-    pos_of = {int(r): k for k, r in enumerate(ordered)}
-    rank = np.array([pos_of[int(r)] for r in slurm], dtype=np.int64)  # position in the policy's order
+    cls = _class_codes(table.tier[slurm], table.partition[slurm], size)
+    pos_of = np.empty(len(table), dtype=np.int64)
+    pos_of[ordered] = np.arange(len(ordered), dtype=np.int64)
+    rank = pos_of[slurm]  # position in the policy's order
     movable = ~_next_in_line(inp, slurm, next_in_line)
     out = slurm.copy()
     for c in np.unique(cls):
         places = np.flatnonzero((cls == c) & movable)  # this class's places in Slurm's order
         out[places] = slurm[places][np.argsort(rank[places], kind="stable")]
     return out
+
+
+def _class_codes(*columns: I64) -> I64:
+    """One code per distinct tuple of the columns' values (the same job class, the same code)."""
+    code = np.zeros(len(columns[0]), dtype=np.int64)
+    for col in columns:
+        _, inv = np.unique(col, return_inverse=True)
+        code = code * (int(inv.max(initial=0)) + 1) + inv.reshape(-1)
+        _, code = np.unique(code, return_inverse=True)  # re-compress: codes stay < n
+        code = code.reshape(-1).astype(np.int64)
+    return code
 
 
 def _next_in_line(inp: PlanInputs, slurm: I64, n: int) -> np.ndarray[Any, np.dtype[np.bool_]]:
@@ -208,19 +233,39 @@ def _next_in_line(inp: PlanInputs, slurm: I64, n: int) -> np.ndarray[Any, np.dty
     out = np.zeros(len(slurm), dtype=np.bool_)
     if n <= 0 or not len(slurm):
         return out
-    shapes = job_shapes(table, inp.elig)
+    shapes = inp.shapes
     free = FreeView(inp.cluster.gpus_free, inp.cluster.cpus_free, inp.cluster.mem_free)
-    left = {(int(t), int(p)): n for t, p in zip(table.tier[slurm], table.partition[slurm], strict=True)}
-    for k, r in enumerate(slurm):
-        key = (int(table.tier[r]), int(table.partition[r]))
+    tiers, parts = table.tier[slurm].tolist(), table.partition[slurm].tolist()
+    left = dict.fromkeys(zip(tiers, parts, strict=True), n)
+    fit = _Fits(inp, shapes, free)
+    for k, (r, key) in enumerate(zip(slurm.tolist(), zip(tiers, parts, strict=True), strict=True)):
         if not left[key]:
             continue
-        if not (shapes.feasible[r] and fits(inp.cluster, inp.elig, shapes, int(r), free)):
+        if not fit(r):
             out[k] = True
             left[key] -= 1
             if not any(left.values()):
                 break
     return out
+
+
+class _Fits:
+    """``shapes.feasible[row] and fits(...)`` under one ``free``, kept per distinct shape (the test
+    reads nothing else of the row: its eligibility group, chunk, CPUs and memory per node, node count)."""
+
+    def __init__(self, inp: PlanInputs, shapes: JobShapes, free: FreeView) -> None:
+        self.inp, self.shapes, self.free = inp, shapes, free
+        self.seen: dict[tuple[int, ...], bool] = {}
+        self.columns = [a.tolist() for a in (shapes.group, shapes.chunk, shapes.cpus_node, shapes.mem_node,
+                                             shapes.k, shapes.feasible)]
+
+    def __call__(self, row: int) -> bool:
+        key = tuple(c[row] for c in self.columns)
+        hit = self.seen.get(key)
+        if hit is None:
+            inp = self.inp
+            hit = self.seen[key] = bool(key[5] and fits(inp.cluster, inp.elig, self.shapes, row, self.free))
+        return hit
 
 
 def _starvation_guard(inp: PlanInputs, ordered: I64, cfg: PlannerConfig,
@@ -231,41 +276,57 @@ def _starvation_guard(inp: PlanInputs, ordered: I64, cfg: PlannerConfig,
     a job across tiers; ``mem`` keeps since when each job has been demoted."""
     table, now = inp.table, inp.snapshot.clock
     guarded: set[int] = set()
-    final: list[int] = []
+    final: list[I64] = []
+    ids, demoted_since = table.ids, mem.demoted_since
+    limit_of = table.time_limit
+    guard_of: dict[float, float] = {}  # guard seconds by time limit (a few distinct limits)
     for tier in sorted({int(t) for t in table.tier[ordered]}, reverse=True):
         tier_rows = ordered[table.tier[ordered] == tier]
         base_rank = _guard_rank(cfg, inp.base, table.submit, tier_rows)
+        rows = tier_rows.tolist()
+        b_of = [base_rank[r] for r in rows]
         starving: list[tuple[float, int, int]] = []  # (demoted since, guard rank, position)
-        for pos, r in enumerate(tier_rows):
-            row = int(r)
-            jid = table.ids[row]
-            b = base_rank[row]
+        # a job below its guard position has been demoted since it first was; one at or above it is not
+        for pos, (row, b) in enumerate(zip(rows, b_of, strict=True)):
             if pos > b:
-                since = mem.demoted_since.setdefault(jid, now)
-                if now - since >= cfg.guard_seconds(float(table.time_limit[row])):
+                jid = ids[row]
+                since = demoted_since.setdefault(jid, now)
+                limit = float(limit_of[row])
+                guard = guard_of.get(limit)
+                if guard is None:
+                    guard = guard_of[limit] = cfg.guard_seconds(limit)
+                if now - since >= guard:
                     starving.append((since, b, pos))
-            else:
-                mem.demoted_since.pop(jid, None)
+        above = [ids[r] for pos, (r, b) in enumerate(zip(rows, b_of, strict=True)) if pos <= b]
+        for jid in demoted_since.keys() & above:
+            del demoted_since[jid]
         starving.sort()
         if cfg.starvation_slots > 0:
             starving = starving[: cfg.starvation_slots]
         lifted = {pos: b for _, b, pos in starving}
-        guarded.update(int(tier_rows[pos]) for pos in lifted)
-        keys = sorted((lifted[pos] - 0.5 if pos in lifted else float(pos), pos)
-                      for pos in range(len(tier_rows)))
-        final.extend(int(tier_rows[p]) for _, p in keys)
-    live = {table.ids[int(r)] for r in ordered}
-    for jid in list(mem.demoted_since):
+        guarded.update(rows[pos] for pos in lifted)
+        if lifted:  # each lifted job just above the job at its guard position, the rest in order
+            key = np.arange(len(rows), dtype=np.float64)
+            for pos, b in lifted.items():
+                key[pos] = b - 0.5
+            positions = np.arange(len(rows), dtype=np.int64)
+            final.append(tier_rows[np.lexsort((positions, key))])
+        else:
+            final.append(tier_rows)
+    live = set(map(ids.__getitem__, ordered.tolist()))
+    for jid in list(demoted_since):
         if jid not in live:
-            del mem.demoted_since[jid]
-    return np.array(final, dtype=np.int64), guarded
+            del demoted_since[jid]
+    out = np.concatenate(final).astype(np.int64) if final else np.array([], dtype=np.int64)
+    return out, guarded
 
 
 def _priorities(inp: PlanInputs, rows: I64, plan_rows: I64, mem: PlannerMemory) -> tuple[I64, I64, I64]:
     """Current priorities, target priorities and the SiteFactors that give them, in plan order: the
     current SiteFactors are reused where they already give the plan order, else the fewest jobs move."""
     table = inp.table
-    gap = mem.priority_gap([table.ids[int(r)] for r in rows], inp.base[rows])
+    ids = table.ids
+    gap = mem.priority_gap([ids[r] for r in rows.tolist()], inp.base[rows])
     current = table.priority[plan_rows].astype(np.int64)
     targets = np.empty(len(plan_rows), dtype=np.int64)
     tiers = table.tier[plan_rows]
@@ -280,7 +341,7 @@ def _priorities(inp: PlanInputs, rows: I64, plan_rows: I64, mem: PlannerMemory) 
 def _placements(inp: PlanInputs, plan_rows: I64, cfg: PlannerConfig, placer: Placer) -> dict[int, Placement]:
     """Node hints for the top-K jobs that can start now (none unless ``cfg.placement``)."""
     table, cluster = inp.table, inp.cluster
-    shapes = job_shapes(table, inp.elig)
+    shapes = inp.shapes
     placements: dict[int, Placement] = {}
     if cfg.placement:
         free = FreeView(cluster.gpus_free, cluster.cpus_free, cluster.mem_free)

@@ -63,7 +63,7 @@ class SlurmBackend:
             max_calls_per_cycle=s.max_calls_per_cycle, bin_dir=s.bin_dir or None,
         )
         self.reader = SlurmReader(self.runner, partitions=s.partitions,
-                                  limits=ReadLimits(max_drop_share=s.max_drop_share))
+                                  limits=ReadLimits(max_drop_share=s.max_drop_share), concurrent=True)
         self.writer = SlurmWriter(self.runner, timeout_base=s.timeout, batch=s.write_batch, rate=s.write_rate)
         self.rate_limit: RateLimit | None = None
         self.history = SacctHistory(self.runner, s.history_days)

@@ -21,7 +21,7 @@ Conventions, each forced by how Slurm 22.05 behaves:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from rltune_daemon.domain import (
     DEFAULT_PARTITION,
@@ -34,9 +34,10 @@ from rltune_daemon.domain import (
     Snapshot,
 )
 from rltune_daemon.domain.updates import ReadInfo
-from rltune_daemon.formats.slurm import compress_hostlist, expand_hostlist
+from rltune_daemon.formats.slurm import compress_hostlist, expand_hostlist, parse_memory_mb
 from rltune_daemon.slurm.parse import (
     JobRecord,
+    Memo,
     NodeRecord,
     PrioRecord,
     TresRecord,
@@ -56,16 +57,18 @@ def queue_signature(records: Iterable[JobRecord]) -> frozenset[tuple[str, str]]:
     return frozenset((r.job_id, r.state) for r in records)
 
 
-def request_gpus(rec: JobRecord, tres: TresRecord | None) -> tuple[int, str]:
-    """Total GPUs and the GPU type a job asks for (see module docstring)."""
-    per_node, ptype = gpus_in_spec(rec.tres_per_node)
+def request_gpus(rec: JobRecord, tres: TresRecord | None,
+                 spec_gpus: Callable[[str], tuple[int, str]] = gpus_in_spec) -> tuple[int, str]:
+    """Total GPUs and the GPU type a job asks for (see module docstring); ``spec_gpus``: ``gpus_in_spec``
+    or a memo of it."""
+    per_node, ptype = spec_gpus(rec.tres_per_node)
     if per_node:
         return per_node * max(rec.nodes, 1), ptype
     if tres is not None:
-        per_job, jtype = gpus_in_spec(tres.tres_per_job)
+        per_job, jtype = spec_gpus(tres.tres_per_job)
         if per_job:
             return per_job, jtype
-        per_task, ttype = gpus_in_spec(tres.tres_per_task)
+        per_task, ttype = spec_gpus(tres.tres_per_task)
         if per_task:
             return per_task * max(tres.num_tasks, 1), ttype
     return 0, ""
@@ -78,10 +81,24 @@ def _time_limit(rec: JobRecord, max_time: Mapping[str, float], unlimited_s: floa
     return part_max if math.isfinite(part_max) and part_max > 0 else unlimited_s
 
 
-def _job(rec: JobRecord, tres: TresRecord | None, limit: float) -> Job:
-    gpus, gtype = request_gpus(rec, tres)
-    cpus = tres.cpus if tres is not None and tres.cpus is not None else rec.cpus
-    mem = tres.mem_mb if tres is not None else None
+class _Parsers:
+    """Memos of the value parsers for one Snapshot (GRES specs and memory sizes repeat across jobs)."""
+
+    def __init__(self) -> None:
+        self.gpus = Memo(gpus_in_spec)
+        self.memory = Memo(parse_memory_mb)
+
+
+def _job(rec: JobRecord, tres: TresRecord | None, limit: float, parsers: _Parsers | None = None) -> Job:
+    memo = parsers or _Parsers()
+    gpus, gtype = request_gpus(rec, tres, memo.gpus)
+    cpus, mem = rec.cpus, None
+    if tres is not None:  # what TresRecord.cpus and .mem_mb give, through the memo
+        v = tres.alloc.get("cpu")
+        if v:
+            cpus = int(v)
+        v = tres.alloc.get("mem")
+        mem = memo.memory(v) if v else None
     if mem is None:  # %m is per CPU or per node (FACTS e): a per-node guess
         mem = rec.min_memory_mb * max(rec.nodes, 1)
     if rec.submit is None:
@@ -99,20 +116,28 @@ def _split(total: int, k: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(k)]
 
 
-def _allocation(rec: JobRecord, job: Job) -> tuple[NodeAlloc, ...]:
+def _allocation(rec: JobRecord, job: Job, spec_gpus: Callable[[str], tuple[int, str]] = gpus_in_spec
+                ) -> tuple[NodeAlloc, ...]:
     names = expand_hostlist(rec.node_list)
     if not names:
         return ()
     k = len(names)
-    per_node, _ = gpus_in_spec(rec.tres_per_node)
+    per_node, _ = spec_gpus(rec.tres_per_node)
     gpus = [per_node] * k if per_node else _split(job.gpus, k)
     cpus, mem = _split(job.cpus, k), _split(job.mem_mb, k)
     return tuple(NodeAlloc(n, g, c, m) for n, g, c, m in zip(names, gpus, cpus, mem, strict=True))
 
 
 def _pending_state(rec: JobRecord, prio: Sequence[PrioRecord]) -> PendingState:
-    row = next((p for p in prio if rec.partitions and p.partition == rec.partitions[0]), None)
-    row = row or (prio[0] if prio else None)
+    row = None  # the sprio row of the job's first partition, else its first row
+    if rec.partitions:
+        first = rec.partitions[0]
+        for p in prio:
+            if p.partition == first:
+                row = p
+                break
+    if row is None and prio:
+        row = prio[0]
     return PendingState(
         priority=rec.priority,
         site_factor=row.site_factor if row is not None else 0,
@@ -184,6 +209,7 @@ def build_snapshot(
     running: list[RunningJob] = []
     unknown: set[str] = set()
     tasks: dict[str, list[str]] = {}
+    parsers = _Parsers()
     for rec in jobs:
         if rec.job_id in tasks:  # further tasks of an unsplit pending array (squeue -r)
             tasks[rec.job_id].append(rec.array_task)
@@ -191,7 +217,7 @@ def build_snapshot(
         tasks[rec.job_id] = [rec.array_task]
         t = tres.get(rec.job_id)
         try:
-            job = _job(rec, t, _time_limit(rec, max_time, unlimited_s))
+            job = _job(rec, t, _time_limit(rec, max_time, unlimited_s), parsers)
         except ValueError as exc:
             info.skipped.append((rec.job_id, str(exc)))
             continue
@@ -209,7 +235,8 @@ def build_snapshot(
             order.append(_queue_key(rec))
         elif rec.state == "RUNNING":
             start = rec.start if rec.start is not None else clock
-            running.append(RunningJob(job, start, start + job.time_limit, _allocation(rec, job)))
+            alloc = _allocation(rec, job, parsers.gpus)
+            running.append(RunningJob(job, start, start + job.time_limit, alloc))
     for job_id, ids in tasks.items():
         if len(ids) > 1 and job_id in info.display_ids:
             info.array_tasks[job_id] = len(ids)

@@ -10,8 +10,9 @@ writes nothing; the next one reads again):
   of them missing from squeue means the squeue output lost jobs. The other way round, a pending job
   that became eligible (``squeue -O EligibleTime``) seconds before sprio ran is one sprio lists (it
   leaves out only held jobs and those not yet eligible: a dependency, a later ``--begin``).
-* ``squeue -O`` (read after ``squeue -o``) must list the pending jobs ``squeue -o`` listed, but for the
-  few that end in between.
+* ``squeue -O`` (read after ``squeue -o``, or at the same time: ``SlurmReader(concurrent=True)``) must
+  list the pending jobs ``squeue -o`` listed, but for the few that end (or, read at once, arrive) in
+  between.
 * A queue that shrinks by more than ``max_drop_share`` since the previous read is accepted only when
   Slurm confirms (``confirm``) that a sample of the vanished jobs ended; otherwise this read is suspect
   and the next one is compared with it, so a real drop is accepted one read later.

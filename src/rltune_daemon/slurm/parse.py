@@ -19,9 +19,9 @@ record skips that record and says why (``Parsed.skipped``), so one odd job canno
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from rltune_daemon.formats.slurm import (
     UNLIMITED,
@@ -104,6 +104,10 @@ def _null(text: str) -> str:
 
 
 def _int(value: str, what: str) -> int:
+    try:
+        return int(value)  # int() strips the same whitespace as str.strip()
+    except ValueError:
+        pass
     v = value.strip()
     try:
         return int(v)
@@ -126,6 +130,27 @@ class Parsed(Generic[T]):
     listed: list[tuple[str, str]] = field(default_factory=list)  # squeue: (id, state) of every record
 
 
+_MISSING = object()
+
+
+class Memo(Generic[T]):
+    """A pure parser's results by input text, kept for one output: limits, sizes, timestamps, names and
+    GRES specs repeat across thousands of records. A value the parser rejects is not kept, so it raises
+    the same ``ValueError`` again for each record that holds it."""
+
+    __slots__ = ("fn", "seen")
+
+    def __init__(self, fn: Callable[[str], T]) -> None:
+        self.fn = fn
+        self.seen: dict[str, T] = {}
+
+    def __call__(self, text: str) -> T:
+        value = self.seen.get(text, _MISSING)
+        if value is _MISSING:
+            value = self.seen[text] = self.fn(text)
+        return value  # type: ignore[return-value]
+
+
 # ---- squeue -o -------------------------------------------------------------------------------
 
 # squeue -o letters (FACTS e): %A raw job id (what sprio prints and `scontrol update JobId=` takes),
@@ -143,9 +168,10 @@ _JOB_FRAME = _frame(len(SQUEUE_JOB_FIELDS), tuple(w for _, w in SQUEUE_TEXT_FIEL
 _MUST_BE_WHOLE = ("user", "account", "partition", "QoS")
 
 
-@dataclass(frozen=True, slots=True)
-class JobRecord:
-    """One squeue line. Times are epoch seconds; ``time_limit`` is inf for UNLIMITED."""
+class JobRecord(NamedTuple):
+    """One squeue line. Times are epoch seconds; ``time_limit`` is inf for UNLIMITED. (The records of
+    one job each are named tuples: immutable like a frozen dataclass, built ~7x faster, which counts
+    at 10,000 jobs a cycle.)"""
 
     job_id: str
     array_job_id: str
@@ -183,49 +209,102 @@ def _require_id(job_id: str, no: int, source: str) -> None:
         raise SuspectRead("malformed", f"{source} {problem}")
 
 
-def _job_record(f: list[str]) -> JobRecord:
-    job_id = f[0]
-    texts = [_text(v, w) for v, (_, w) in zip(f[17:], SQUEUE_TEXT_FIELDS, strict=True)]
+def _job_texts(values: tuple[str, ...]) -> tuple[str, str, tuple[str, ...], str, str] | str:
+    """The free-text fields of one record (user, account, partitions, QoS, reason), or why they cannot
+    be read (one that fills its width may have been cut)."""
+    texts = [_text(v, w) for v, (_, w) in zip(values, SQUEUE_TEXT_FIELDS, strict=True)]
     for (_, cut), what, (_, width) in zip(texts, _MUST_BE_WHOLE, SQUEUE_TEXT_FIELDS, strict=False):
         if cut:
-            raise ValueError(f"{what} is {width} bytes or longer and cannot be read whole")
+            return f"{what} is {width} bytes or longer and cannot be read whole"
     user, account, partitions, qos, reason = (v for v, _ in texts)
-    task = _clean(f[2])
+    return (_null(user), _null(account), tuple(p for p in _null(partitions).split(",") if p), _null(qos),
+            reason.strip())
+
+
+_Texts = tuple[str, str, tuple[str, ...], str, str]
+# time limit, node count, CPUs, memory, tres-per-node, OverSubscribe, node list, required, excluded nodes
+_Shape = tuple[float, int, int, int, str, str, str, str, str]
+
+
+def _job_texts_of(joined: str) -> _Texts | str:
+    """``_job_texts`` of the text fields joined by ``|`` (each is exactly its width, so the split is
+    exact whatever the fields hold)."""
+    values, pos = [], 0
+    for _, width in SQUEUE_TEXT_FIELDS:
+        values.append(joined[pos:pos + width])
+        pos += width + 1
+    return _job_texts(tuple(values))
+
+
+def _job_shape(f: list[str]) -> _Shape:
+    """Fields 8-16 of a record (``ValueError`` for the first bad one, in field order)."""
     limit_text = f[8].strip()
-    return JobRecord(
-        job_id=job_id,
-        array_job_id=_clean(f[1]) if task else "",
-        array_task=task,
-        state=f[3].strip(),
-        user=_null(user),
-        account=_null(account),
-        partitions=tuple(p for p in _null(partitions).split(",") if p),
-        qos=_null(qos),
-        priority=_int(f[4], "priority"),
-        nice=_int(f[5], "nice"),
-        submit=parse_timestamp(f[6]),
-        start=parse_timestamp(f[7]),
-        time_limit=UNLIMITED if limit_text in {"NOT_SET", "INVALID"} else parse_duration(limit_text),
-        nodes=_int(f[9].split("-")[0], "node count"),
-        cpus=_int(f[10], "cpu count"),
-        min_memory_mb=parse_memory_mb(f[11]) if _clean(f[11]) else 0,
-        tres_per_node=_clean(f[12]),
-        oversubscribe=_clean(f[13]) or "OK",
-        node_list=_clean(f[14]),
-        req_nodes=_clean(f[15]),
-        exc_nodes=_clean(f[16]),
-        reason=reason.strip(),
-    )
+    limit = UNLIMITED if limit_text in {"NOT_SET", "INVALID"} else parse_duration(limit_text)
+    nodes = _int(f[9].split("-")[0], "node count")
+    cpus = _int(f[10], "cpu count")
+    memory = parse_memory_mb(f[11]) if _clean(f[11]) else 0
+    return (limit, nodes, cpus, memory, _clean(f[12]), _clean(f[13]) or "OK", _clean(f[14]), _clean(f[15]),
+            _clean(f[16]))
+
+
+def _job_record(f: list[str]) -> JobRecord:
+    """One record's ``JobRecord`` (``ValueError`` for the first bad value)."""
+    return _JobRecords().record(f)
+
+
+class _JobRecords:
+    """``JobRecord`` from the fields of one record. The parts that repeat across a queue (free text;
+    limits, sizes and node lists; timestamps) are kept by text for one output, failures excepted, so
+    every record is checked exactly as if it were the only one."""
+
+    def __init__(self) -> None:
+        self.texts: dict[str, _Texts | str] = {}
+        self.shapes: dict[str, _Shape] = {}
+        self.stamps: dict[str, float | None] = {}
+
+    def stamp(self, text: str) -> float | None:
+        stamps = self.stamps
+        if text in stamps:
+            return stamps[text]
+        value = stamps[text] = parse_timestamp(text)
+        return value
+
+    def record(self, f: list[str]) -> JobRecord:
+        # the checks in the order they always ran: the first problem is the one reported
+        key = "|".join(f[17:])
+        texts = self.texts.get(key)
+        if texts is None:
+            texts = self.texts[key] = _job_texts_of(key)
+        if isinstance(texts, str):
+            raise ValueError(texts)
+        task = _clean(f[2])
+        try:
+            priority = int(f[4])
+        except ValueError:
+            priority = _int(f[4], "priority")
+        try:
+            nice = int(f[5])
+        except ValueError:
+            nice = _int(f[5], "nice")
+        submit = self.stamp(f[6])
+        start = self.stamp(f[7])
+        key = "|".join(f[8:17])
+        shape = self.shapes.get(key)
+        if shape is None:
+            shape = self.shapes[key] = _job_shape(f)
+        return JobRecord(f[0], _clean(f[1]) if task else "", task, f[3].strip(), texts[0], texts[1], texts[2],
+                         texts[3], priority, nice, submit, start, *shape, texts[4])
 
 
 def parse_squeue_jobs(text: str, source: str = "squeue") -> Parsed[JobRecord]:
     """Parse ``squeue -h -r -o SQUEUE_JOB_FORMAT`` decoded as latin-1 (see module docstring)."""
     out: Parsed[JobRecord] = Parsed()
+    record = _JobRecords().record
     for no, f in framed_records(text, _JOB_FRAME, source):
         _require_id(f[0], no, source)
         out.listed.append((f[0], f[3].strip()))
         try:
-            out.records.append(_job_record(f))
+            out.records.append(record(f))
         except ValueError as exc:
             out.skipped.append((f[0].strip(), f"{source} record {no}: {exc}"))
     return out
@@ -272,8 +351,7 @@ SQUEUE_TRES_FIELDS = ("JobID", "tres-per-job", "tres-per-task", "NumTasks", "tre
 SQUEUE_TRES_FORMAT = ",".join(f"{f}:|" for f in SQUEUE_TRES_FIELDS)
 
 
-@dataclass(frozen=True, slots=True)
-class TresRecord:
+class TresRecord(NamedTuple):
     """Per-job GPU requests and the job's total CPUs/memory (``tres-alloc``)."""
 
     job_id: str
@@ -319,6 +397,8 @@ def parse_squeue_tres(text: str, source: str = "squeue -O") -> Parsed[TresRecord
     """Parse ``squeue -h -r -O SQUEUE_TRES_FORMAT``; array task lines of one record are merged."""
     out: Parsed[TresRecord] = Parsed()
     seen: set[str] = set()
+    stamp = Memo(parse_timestamp)
+    tres = Memo(parse_tres)
     for no, f in _fixed_lines(text, len(SQUEUE_TRES_FIELDS), source):
         job_id = f[0].strip()
         if not _JOB_ID.match(job_id):
@@ -330,10 +410,10 @@ def parse_squeue_tres(text: str, source: str = "squeue -O") -> Parsed[TresRecord
         seen.add(job_id)
         try:
             tasks = _clean(f[3])
-            out.records.append(
-                TresRecord(job_id, _clean(f[1]), _clean(f[2]), _int(tasks, "tasks") if tasks else 1,
-                           parse_tres(f[4]), parse_timestamp(f[5]))
-            )
+            per_job, per_task = _clean(f[1]), _clean(f[2])
+            num_tasks = _int(tasks, "tasks") if tasks else 1
+            alloc = dict(tres(f[4]))  # each record its own dict
+            out.records.append(TresRecord(job_id, per_job, per_task, num_tasks, alloc, stamp(f[5])))
         except ValueError as exc:
             out.skipped.append((job_id, f"{source} line {no}: {exc}"))
     return out
@@ -370,8 +450,7 @@ SPRIO_FORMAT = framed_format(SPRIO_FIELDS, SPRIO_TEXT_FIELDS)
 _PRIO_FRAME = _frame(len(SPRIO_FIELDS), (SPRIO_TEXT_FIELDS[0][1],))
 
 
-@dataclass(frozen=True, slots=True)
-class PrioRecord:
+class PrioRecord(NamedTuple):
     """One sprio row. ``factors`` is the sum of the weighted multifactor components (without the
     site factor and nice)."""
 
@@ -409,6 +488,13 @@ def _tres_factor_sum(text: str) -> float:
     return total
 
 
+def _sprio_partition(value: str) -> str:
+    partition, cut = _text(value, SPRIO_TEXT_FIELDS[0][1])
+    if cut:
+        raise ValueError(f"partition is {SPRIO_TEXT_FIELDS[0][1]} bytes or longer")
+    return _null(partition)
+
+
 def parse_sprio(text: str, source: str = "sprio") -> Parsed[PrioRecord]:
     """Parse ``sprio -h -o SPRIO_FORMAT`` decoded as latin-1. Held jobs, and jobs for ~1 s after a
     release (EligibleTime still Unknown), are not listed at all (FACTS a); an empty queue prints
@@ -416,17 +502,21 @@ def parse_sprio(text: str, source: str = "sprio") -> Parsed[PrioRecord]:
     out: Parsed[PrioRecord] = Parsed()
     if text.startswith("Unable to find jobs"):
         return out
+    partition_of = Memo(_sprio_partition)
+    tres_sum = Memo(_tres_factor_sum)
     for no, f in framed_records(text, _PRIO_FRAME, source):
         job_id = f[0]
         _require_id(job_id, no, source)
         try:
-            partition, cut = _text(f[11], SPRIO_TEXT_FIELDS[0][1])
-            if cut:
-                raise ValueError(f"partition is {SPRIO_TEXT_FIELDS[0][1]} bytes or longer")
-            factors = sum(_int(v, "factor") for v in f[3:9]) + _tres_factor_sum(f[10])
+            partition = partition_of(f[11])
+            try:
+                factors = int(f[3]) + int(f[4]) + int(f[5]) + int(f[6]) + int(f[7]) + int(f[8])
+            except ValueError:  # not plain integers: the slow path, which also says which is bad
+                factors = sum(_int(v, "factor") for v in f[3:9])
+            total = factors + tres_sum(f[10])
             out.records.append(
-                PrioRecord(job_id, _null(partition), _int(f[1], "priority"), _int(f[2], "site"),
-                           factors, _int(f[9], "nice"))
+                PrioRecord(job_id, partition, _int(f[1], "priority"), _int(f[2], "site"), total,
+                           _int(f[9], "nice"))
             )
         except ValueError as exc:
             out.skipped.append((job_id, f"{source} record {no}: {exc}"))

@@ -8,16 +8,25 @@ task GPU requests and total CPUs/memory, which ``-o`` cannot print), ``sinfo -N 
 use, state, and each partition's PriorityTier/PriorityJobFactor/MaxTime). A queue check between
 cycles (``watch``) is one ``squeue -o '%A|%T|'``; ``confirm`` asks what became of jobs a read did not
 list. Anything incomplete or inconsistent raises ``SuspectRead`` before a Snapshot exists.
+
+With ``concurrent`` (the daemon's setting) the two squeue calls and sinfo run at once once sprio has
+answered, each output parsed in its thread as soon as it is in: the read takes sprio plus the slowest of
+the three instead of the sum, and slurmctld serves the three under one stretch of its job read lock.
+The checks are the same: the calls were never taken at one instant, and what changes in between (jobs
+ending, or arriving between the two squeue calls) is the churn their tolerances allow. Their call budget
+and RPC tokens are taken in order before any of them starts (``SlurmRunner.reserve``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Any, Protocol, runtime_checkable
 
 from rltune_daemon.domain import Snapshot, job_order
 from rltune_daemon.domain.updates import Fate, ReadInfo
+from rltune_daemon.gcpause import paused_gc
 from rltune_daemon.slurm.assemble import UNLIMITED_DEFAULT_S, build_snapshot
 from rltune_daemon.slurm.errors import ControllerDown, SlurmError, SuspectRead
 from rltune_daemon.slurm.integrity import (
@@ -35,7 +44,9 @@ from rltune_daemon.slurm.parse import (
     SPRIO_FORMAT,
     SQUEUE_JOB_FORMAT,
     SQUEUE_TRES_FORMAT,
+    JobRecord,
     NodeRecord,
+    Parsed,
     PrioRecord,
     TresRecord,
     parse_job_states,
@@ -98,6 +109,17 @@ def sinfo_argv(partitions: Sequence[str] = ()) -> list[str]:
     return ["sinfo", "-h", "-N", "-O", SINFO_NODE_FORMAT, *(_parts(partitions) or ["-a"])]
 
 
+# Which read commands run at once with ``concurrent``: sprio first on its own (every job it lists was
+# pending before the queue was read, so it can vouch for the squeue output: ``integrity``), then the two
+# squeue calls and sinfo together.
+CONCURRENT_GROUPS: tuple[tuple[str, ...], ...] = (("sprio",), ("squeue -o", "squeue -O", "sinfo"))
+
+
+def _run_parse(runner: SlurmRunner, argv: Sequence[str], encoding: str, parse: Callable[[str], Any]) -> Any:
+    """One reserved read command and its parsed output (run in a thread of the read's pool)."""
+    return parse(runner.run(argv, encoding=encoding, reserved=True).stdout)
+
+
 class SlurmReader:
     """CLI backend. ``read()`` starts a new call-budget cycle on the runner (the writer's calls of the
     same cycle count after it) and raises ``ControllerDown``/``CommandTimeout``/``ParseError``/
@@ -112,6 +134,8 @@ class SlurmReader:
         unlimited_s: float = UNLIMITED_DEFAULT_S,
         limits: ReadLimits | None = None,
         single_checks: int = 3,
+        wall: Callable[[], float] = time.time,
+        concurrent: bool = False,
     ) -> None:
         self.runner = runner
         self.partitions = tuple(partitions)
@@ -119,6 +143,8 @@ class SlurmReader:
         self.unlimited_s = unlimited_s
         self.limits = limits or ReadLimits()
         self.single_checks = single_checks
+        self.wall = wall  # the clock a Snapshot is stamped with (epoch seconds)
+        self.concurrent = concurrent  # run the read commands of CONCURRENT_GROUPS at once
         self._last: ReadInfo | None = None
         self._previous: frozenset[str] | None = None  # jobs the previous framed read listed
         self._nodes: int = 0
@@ -128,16 +154,17 @@ class SlurmReader:
         return self._last
 
     def read(self) -> Snapshot:
+        with paused_gc():
+            return self._read()
+
+    def _read(self) -> Snapshot:
         t0 = time.monotonic()
         self.runner.begin_cycle()
         if self.ping_first and not self.runner.ping():
             raise ControllerDown("slurmctld unreachable (scontrol ping: DOWN); cycle skipped")
-        clock = time.time()  # also when sprio ran: the first call after the ping
+        clock = self.wall()  # also when sprio ran: the first call after the ping
         parts = self.partitions
-        prio = parse_sprio(self.runner.run(sprio_argv(parts), encoding="latin-1").stdout)
-        jobs = parse_squeue_jobs(self.runner.run(squeue_jobs_argv(parts), encoding="latin-1").stdout)
-        tres = parse_squeue_tres(self.runner.run(squeue_tres_argv(parts)).stdout)
-        nodes = parse_sinfo_nodes(self.runner.run(sinfo_argv(parts)).stdout)
+        prio, jobs, tres, nodes = self._outputs(parts)
         listed = frozenset(j for j, _ in jobs.listed)
         previous, self._previous = self._previous, listed
         self._check(clock, prio.records, jobs.listed, tres.records, nodes.records, previous)
@@ -156,6 +183,36 @@ class SlurmReader:
         info.seconds = time.monotonic() - t0
         self._last = info
         return snap
+
+    def _outputs(self, parts: Sequence[str]
+                 ) -> tuple[Parsed[PrioRecord], Parsed[JobRecord], Parsed[TresRecord], Parsed[NodeRecord]]:
+        """sprio, squeue -o, squeue -O and sinfo, each parsed: one after another, or in the groups of
+        ``concurrent`` (a group's commands at once, each parsed in its thread as soon as it ends)."""
+        reads: dict[str, tuple[list[str], str, Callable[[str], Any]]] = {
+            "sprio": (sprio_argv(parts), "latin-1", parse_sprio),
+            "squeue -o": (squeue_jobs_argv(parts), "latin-1", parse_squeue_jobs),
+            "squeue -O": (squeue_tres_argv(parts), "utf-8", parse_squeue_tres),
+            "sinfo": (sinfo_argv(parts), "utf-8", parse_sinfo_nodes),
+        }
+        groups = CONCURRENT_GROUPS if self.concurrent else tuple((name,) for name in reads)
+        out: dict[str, Any] = {}
+        runner = self.runner
+        for group in groups:
+            if len(group) == 1:
+                argv, encoding, parse = reads[group[0]]
+                out[group[0]] = parse(runner.run(argv, encoding=encoding).stdout)
+                continue
+            for name in group:  # the call budget and the RPC bucket, in order, before any starts
+                runner.reserve(reads[name][0])
+            with ThreadPoolExecutor(max_workers=len(group), thread_name_prefix="slurm-read") as pool:
+                futures = [pool.submit(_run_parse, runner, *reads[name]) for name in group]
+                wait(futures)
+            for f in futures:  # every call has ended: the first failure, in call order
+                exc = f.exception()
+                if exc is not None:
+                    raise exc
+            out.update(zip(group, (f.result() for f in futures), strict=True))
+        return out["sprio"], out["squeue -o"], out["squeue -O"], out["sinfo"]
 
     def _check(self, clock: float, prio: Sequence[PrioRecord], listed: Sequence[tuple[str, str]],
                tres: Sequence[TresRecord], nodes: Sequence[NodeRecord], previous: frozenset[str] | None

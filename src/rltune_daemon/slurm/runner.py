@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Mapping, Sequence
@@ -131,6 +132,7 @@ class SlurmRunner:
         self.rpc_bucket: RpcBucket | None = None
         self.on_wait: Callable[[], None] | None = None
         self.answered_at: float | None = None  # monotonic time slurmctld last answered a read or ping
+        self._lock = threading.Lock()  # stats and answered_at, for commands run from several threads
 
     @property
     def slurm_conf(self) -> str | None:
@@ -155,21 +157,55 @@ class SlurmRunner:
         check: bool = True,
         encoding: str = "utf-8",
         budget: bool = True,
+        reserved: bool = False,
     ) -> CommandResult:
         """Run one command. ``check``: classify rc != 0 into an exception (else return the result).
         ``encoding="latin-1"``: one character per byte, for outputs framed by byte widths.
-        ``budget=False``: not counted against ``max_calls_per_cycle`` (the writer's own batches)."""
+        ``budget=False``: not counted against ``max_calls_per_cycle`` (the writer's own batches).
+        ``reserved``: ``reserve`` was called for it already (commands run at once from threads: the
+        caller reserves them all, in order, before any starts)."""
+        if not reserved:
+            self.reserve(argv, stdin=stdin, budget=budget)
+        full = self._argv(argv)
+        limit = self.timeout if timeout is None else timeout
+        t0 = time.monotonic()
+        try:
+            rc, out, err = self._execute(full, stdin, limit, encoding)
+        except CommandTimeout:
+            with self._lock:
+                self.stats.add(_key(argv), time.monotonic() - t0)
+            raise
+        seconds = time.monotonic() - t0
+        note("slurm", seconds, kind=_key(argv), updates=stdin.count("\nupdate ") + stdin.startswith("update ")
+             if stdin else 0)
+        with self._lock:
+            self.stats.add(_key(argv), seconds)
+            if rc == 0 and argv[0] in CONTROLLER_READS:
+                self.answered_at = time.monotonic()
+        result = CommandResult(tuple(full), rc, out, err, seconds)
+        if check:
+            classify(full, result.rc, out, err)
+        return result
+
+    def reserve(self, argv: Sequence[str], *, stdin: str | None = None, budget: bool = True) -> None:
+        """Count one call against the cycle's budget (``CallBudgetExceeded`` past it) and wait for its
+        RPCs' tokens (``rpc_bucket``): what ``run`` does first. Commands that will run at the same time
+        are reserved one after another, so the bucket holds the tokens of all of them at once, as
+        slurmctld's own bucket will see their RPCs arrive together."""
         if budget and self._budgeted >= self.max_calls_per_cycle:
             raise CallBudgetExceeded(
                 f"more than {self.max_calls_per_cycle} Slurm calls in one cycle (next: {_key(argv)})"
             )
         self._budgeted += budget
         self.calls_this_cycle += 1
-        full = self._argv(argv)
+        self._argv(argv)  # a bad argv fails here, before any call of a group starts
         if self.rpc_bucket is not None:
             self.rpc_bucket.take(rpc_cost(argv, stdin), self.on_wait)
-        limit = self.timeout if timeout is None else timeout
-        t0 = time.monotonic()
+
+    def _execute(self, full: Sequence[str], stdin: str | None, limit: float, encoding: str
+                 ) -> tuple[int, str, str]:
+        """Run ``full`` (argv list, never a shell) in its own session: ``(rc, stdout, stderr)``;
+        ``CommandTimeout`` (the process group killed) past ``limit`` seconds."""
         try:
             proc = subprocess.Popen(  # argv list, never a shell
                 full,
@@ -193,18 +229,8 @@ class SlurmRunner:
             out, err = proc.communicate(stdin, timeout=limit)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
-            self.stats.add(_key(argv), time.monotonic() - t0)
             raise CommandTimeout(full, limit) from None
-        seconds = time.monotonic() - t0
-        self.stats.add(_key(argv), seconds)
-        note("slurm", seconds, kind=_key(argv), updates=stdin.count("\nupdate ") + stdin.startswith("update ")
-             if stdin else 0)
-        if proc.returncode == 0 and argv[0] in CONTROLLER_READS:
-            self.answered_at = time.monotonic()
-        result = CommandResult(tuple(full), proc.returncode, out, err, seconds)
-        if check:
-            classify(full, result.rc, out, err)
-        return result
+        return proc.returncode, out, err
 
     def ping(self) -> bool:
         """True when ``scontrol ping`` reports the primary controller UP. Immediate when the port is
