@@ -35,9 +35,9 @@ from rltune_daemon.domain import (
 )
 from rltune_daemon.domain.updates import ReadInfo
 from rltune_daemon.formats.slurm import compress_hostlist, expand_hostlist, parse_memory_mb
+from rltune_daemon.slurm.memo import Memo
 from rltune_daemon.slurm.parse import (
     JobRecord,
-    Memo,
     NodeRecord,
     PrioRecord,
     TresRecord,

@@ -19,7 +19,7 @@ record skips that record and says why (``Parsed.skipped``), so one odd job canno
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, TypeVar
 
@@ -32,6 +32,7 @@ from rltune_daemon.formats.slurm import (
     parse_tres,
 )
 from rltune_daemon.slurm.errors import ParseError, SuspectRead
+from rltune_daemon.slurm.memo import Memo
 
 # Slurm's job-state names (squeue %T), by what they mean for a job the daemon changed.
 LIVE_STATES = frozenset({"PENDING", "RUNNING"})
@@ -128,27 +129,6 @@ class Parsed(Generic[T]):
     records: list[T] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     listed: list[tuple[str, str]] = field(default_factory=list)  # squeue: (id, state) of every record
-
-
-_MISSING = object()
-
-
-class Memo(Generic[T]):
-    """A pure parser's results by input text, kept for one output: limits, sizes, timestamps, names and
-    GRES specs repeat across thousands of records. A value the parser rejects is not kept, so it raises
-    the same ``ValueError`` again for each record that holds it."""
-
-    __slots__ = ("fn", "seen")
-
-    def __init__(self, fn: Callable[[str], T]) -> None:
-        self.fn = fn
-        self.seen: dict[str, T] = {}
-
-    def __call__(self, text: str) -> T:
-        value = self.seen.get(text, _MISSING)
-        if value is _MISSING:
-            value = self.seen[text] = self.fn(text)
-        return value  # type: ignore[return-value]
 
 
 # ---- squeue -o -------------------------------------------------------------------------------
