@@ -1,8 +1,9 @@
 """``rltune bench``: timings as benchmarks (never as test assertions). ``sim`` times one whole-trace
 simulation; ``decide`` times one daemon decision (``bench.decide``); ``soak`` runs the daemon long and
 watches it from outside (``bench.soak``); ``cycle`` times the daemon's cycle stage by stage on the
-local Slurm (``bench.cycle``); ``state`` times a save of the undo record (``bench.state``); ``site``
-times ``rltune site`` on a generated history (``bench.site``)."""
+local Slurm (``bench.cycle``); ``read`` times the read's parsing and the decision on a generated queue
+(``bench.decide_read``); ``state`` times a save of the undo record (``bench.state``); ``site`` times
+``rltune site`` on a generated history (``bench.site``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rltune_daemon.bench import cycle, decide, site, soak, state
+from rltune_daemon.bench import cycle, decide, decide_read, site, soak, state
 from rltune_daemon.cli.common import add_bf_reservations, add_load_args, load_from_args, machine, print_json
 from rltune_daemon.errors import UserError
 from rltune_daemon.evaluate.runner import EvalConfig, make_controller
@@ -40,10 +41,31 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "temporary directory; the disk under the daemon's StateDirectory is what counts)")
     st.set_defaults(func=bench_state)
 
+    rd = bsub.add_parser("read", help="time the Python side of a cycle (the read's parsing and checks, the "
+                         "decision) on a generated queue, no Slurm needed")
+    rd.add_argument("--pending", type=int, default=10_000, help="pending jobs (default 10000)")
+    rd.add_argument("--policies", default="sjf,models/testbed-multifactor",
+                    help="policies or model directories, comma-separated")
+    rd.add_argument("--nodes", type=int, default=0, help="generated nodes (default: the 5-node testbed)")
+    rd.add_argument("--seed", type=int, default=0)
+    rd.add_argument("--repeat", type=int, default=3, help="runs; the best is reported")
+    rd.add_argument("--warm-cycles", type=int, default=4, help="cycles before the timing (steady state)")
+    rd.set_defaults(func=bench_read)
+
     decide.register(bsub)
     soak.register(bsub)
     cycle.register(bsub)
     site.register(bsub)
+
+
+def bench_read(args: argparse.Namespace) -> int:
+    if args.pending < 1 or args.repeat < 1:
+        raise UserError("--pending and --repeat must be positive")
+    res = decide_read.bench_decide_read(args.pending, [p for p in args.policies.split(",") if p],
+                                        nodes=args.nodes, seed=args.seed, repeat=args.repeat,
+                                        warm_cycles=args.warm_cycles)
+    print_json({"bench": "read", **res, **machine()})
+    return 0
 
 
 def bench_state(args: argparse.Namespace) -> int:

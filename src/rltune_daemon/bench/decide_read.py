@@ -13,15 +13,13 @@ run of cycles reaches the state a daemon keeps for months: every job written onc
 cycle. ``CannedRunner`` serves those outputs through the real ``SlurmRunner`` accounting (call budget,
 RPC bucket) with no process started, so ``SlurmReader.read`` is timed without Slurm's own seconds.
 
-``bench_decide_read`` is the entry point (``python -m rltune_daemon.bench.decide_read --pending 10000``).
+``bench_decide_read`` is the entry point (``rltune bench read --pending 10000``).
 Timings are for comparing code versions on one machine; best of ``repeat`` runs.
 """
 
 from __future__ import annotations
 
-import argparse
 import copy
-import json
 import math
 import random
 import time
@@ -469,24 +467,5 @@ def bench_decide_read(n_pending: int = 10_000,
     return result
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m rltune_daemon.bench.decide_read", description=__doc__.split(
-        "\n\n")[0])
-    ap.add_argument("--pending", type=int, default=10_000)
-    ap.add_argument("--policies", default="sjf,models/testbed-multifactor")
-    ap.add_argument("--nodes", type=int, default=0, help="generated nodes (default: the 5-node testbed)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--warm-cycles", type=int, default=4)
-    args = ap.parse_args(argv)
-    res = bench_decide_read(args.pending, [p for p in args.policies.split(",") if p], nodes=args.nodes,
-                            seed=args.seed, repeat=args.repeat, warm_cycles=args.warm_cycles)
-    print(json.dumps(res, indent=1))
-    return 0
-
-
 __all__ = ["CannedRunner", "Daemon", "FakeSlurm", "bench_decide_read", "run_cycles", "time_decide",
            "time_read"]
-
-if __name__ == "__main__":
-    raise SystemExit(main())
