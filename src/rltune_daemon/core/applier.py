@@ -16,7 +16,7 @@ Rules, each one there because breaking it could hurt a job:
   by then the user's own exclusions are put back and the job is never hinted again, so a hint can
   delay a job by at most ``hint_cycles`` intervals. A hint the new Plan no longer repeats is removed
   at once.
-* Every field the daemon changes is recorded (``statefile``) with its original value, *before* the
+* Every field the daemon changes is recorded (``record``) with its original value, *before* the
   write. A value read back that is neither ours nor the one before our write was changed by someone
   else: the job becomes hands-off (our other changes to it are undone, then it is left alone).
 * A record leaves the state file only on evidence: our own restore landed, the job's value is back at
@@ -368,7 +368,7 @@ class Applier:
 
     @staticmethod
     def begin(state: DaemonState, snapshot: Snapshot, decision: Decision, now: float) -> None:
-        """Record intents before anything is sent (see ``statefile``)."""
+        """Record intents before anything is sent (the cycle saves them before it writes)."""
         pending = _pending(snapshot)
         for ch in decision.changes:
             st = pending.get(ch.job_id)

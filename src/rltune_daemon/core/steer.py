@@ -1,7 +1,7 @@
 """One decision of the daemon: settle the undo record against a read, plan, choose the writes.
 
-The live daemon (``loop``) and offline daemon mode (``simdaemon``) both call ``steer`` and then write
-with ``Applier.begin`` -> backend ``apply`` -> ``Applier.settle``, so a simulated evaluation measures the
+``core.cycle.run_cycle`` calls it for the live daemon and for offline daemon mode alike, then writes with
+``Applier.begin`` -> backend ``apply`` -> ``Applier.settle``, so a simulated evaluation measures the
 decisions a real cluster gets, not an approximation of them.
 """
 

@@ -1,6 +1,6 @@
 """Event mode, the paper's simulator: the policy ranks the queue at every scheduling pass and the
 placer chooses nodes for the top-K jobs of that pass. (Daemon mode, what a real Slurm gets, runs the
-daemon's own planner and applier against the simulated Slurm: ``service.simdaemon``.)
+daemon's own cycle against the simulated Slurm: ``sim.daemon``.)
 """
 
 from __future__ import annotations
