@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from fakebin import FakeBin
 
 from rltune_daemon.domain import Snapshot
 from rltune_daemon.domain.updates import ReadInfo
@@ -59,3 +60,15 @@ def snapshot_from(directory: Path, clock: float = 0.0) -> tuple[Snapshot, ReadIn
 @pytest.fixture(scope="session")
 def captured_snapshot() -> tuple[Snapshot, ReadInfo]:
     return snapshot_from(CAPTURED)
+
+
+@pytest.fixture
+def fake(tmp_path: Path, captured: Path) -> FakeBin:
+    """The reader's five Slurm commands as fake programs answering with the captured real outputs."""
+    fb = FakeBin(tmp_path / "bin")
+    fb.add("scontrol", by_arg={"ping": ((captured / "ping_up.txt").read_text(), 0)})
+    fb.add("squeue", by_arg={"-o": ((captured / "squeue_jobs.txt").read_text(), 0),
+                             "-O": ((captured / "squeue_tres.txt").read_text(), 0)})
+    fb.add("sprio", stdout=(captured / "sprio.txt").read_text())
+    fb.add("sinfo", stdout=(captured / "sinfo_nodes.txt").read_text())
+    return fb

@@ -19,17 +19,6 @@ from rltune_daemon.slurm.reader import SlurmReader
 from rltune_daemon.slurm.runner import SlurmRunner
 
 
-@pytest.fixture
-def fake(tmp_path: Path, captured: Path) -> FakeBin:
-    fb = FakeBin(tmp_path / "bin")
-    fb.add("scontrol", by_arg={"ping": ((captured / "ping_up.txt").read_text(), 0)})
-    fb.add("squeue", by_arg={"-o": ((captured / "squeue_jobs.txt").read_text(), 0),
-                             "-O": ((captured / "squeue_tres.txt").read_text(), 0)})
-    fb.add("sprio", stdout=(captured / "sprio.txt").read_text())
-    fb.add("sinfo", stdout=(captured / "sinfo_nodes.txt").read_text())
-    return fb
-
-
 def _read(fake: FakeBin, concurrent: bool, **runner_kw: int) -> tuple[object, dict[str, object], list[str]]:
     runner = SlurmRunner(bin_dir=str(fake.path), **runner_kw)
     reader = SlurmReader(runner, concurrent=concurrent, wall=lambda: 1.8e9)

@@ -30,17 +30,6 @@ from rltune_daemon.slurm.runner import SlurmRunner
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def fake(tmp_path: Path, captured: Path) -> FakeBin:
-    fb = FakeBin(tmp_path / "bin")
-    fb.add("scontrol", by_arg={"ping": ((captured / "ping_up.txt").read_text(), 0)})
-    fb.add("squeue", by_arg={"-o": ((captured / "squeue_jobs.txt").read_text(), 0),
-                             "-O": ((captured / "squeue_tres.txt").read_text(), 0)})
-    fb.add("sprio", stdout=(captured / "sprio.txt").read_text())
-    fb.add("sinfo", stdout=(captured / "sinfo_nodes.txt").read_text())
-    return fb
-
-
 def test_read_issues_five_calls(fake: FakeBin, meta: dict[str, str]) -> None:
     runner = SlurmRunner(bin_dir=str(fake.path), max_calls_per_cycle=7)
     reader = SlurmReader(runner)
