@@ -23,7 +23,7 @@ import copy
 import math
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -31,11 +31,12 @@ from typing import Any
 import numpy as np
 
 from rltune_daemon.core.applier import Applier
+from rltune_daemon.core.cycle import Core, Strict, run_cycle
 from rltune_daemon.core.record import DaemonState
 from rltune_daemon.core.steer import MAX_UPDATES_DEFAULT, Step, steer
 from rltune_daemon.domain import Plan, Snapshot
 from rltune_daemon.domain.history import FinishedRuns
-from rltune_daemon.domain.updates import ApplyResult, JobResult, JobUpdate, ReadInfo, UpdateStatus
+from rltune_daemon.domain.updates import ApplyResult, Fate, JobResult, JobUpdate, ReadInfo, UpdateStatus
 from rltune_daemon.formats.slurm import parse_memory_mb
 from rltune_daemon.planner import PlannerConfig, PlannerMemory, plan
 from rltune_daemon.policies.base import Policy
@@ -371,14 +372,6 @@ class Daemon:
         return steer(self.applier, self.state, snap, self.planner, site_unknown=info.site_factor_unknown,
                      max_updates=max_updates)
 
-    def settle(self, snap: Snapshot, step: Step, now: float) -> list[JobUpdate]:
-        """Record, "send" (every update lands) and settle the step's writes; the updates sent."""
-        updates = step.decision.updates()
-        if step.decision.changes:
-            self.applier.begin(self.state, snap, step.decision, now)
-            self.applier.settle(self.state, step.decision, _applied(updates))
-        return updates
-
     def fork(self) -> Daemon:
         """A copy whose state and memory a timed step may change freely."""
         state = copy.deepcopy(self.state)
@@ -386,16 +379,42 @@ class Daemon:
         return Daemon(self.policy, self.config, self.applier, state, mem)
 
 
+class _Cluster:
+    """``FakeSlurm`` as the cycle's ``Cluster``: read through the real reader, every update lands, no run
+    history (a policy that wants one is fed it by ``make_policy_for``)."""
+
+    def __init__(self, slurm: FakeSlurm) -> None:
+        self.slurm = slurm
+        self.last: ReadInfo | None = None
+        self.sent = 0
+
+    def read(self) -> Snapshot:
+        snap, self.last = read_once(self.slurm.outputs(), self.slurm.clock)
+        return snap
+
+    def confirm(self, job_ids: Collection[str]) -> dict[str, Fate]:
+        return {j: Fate("unknown") for j in job_ids}  # no word either way: the records stay
+
+    def apply(self, snapshot: Snapshot, updates: Iterable[JobUpdate], **_: Any) -> ApplyResult:
+        sent = list(updates)
+        self.slurm.apply(sent)
+        self.sent += len(sent)
+        return _applied(sent)
+
+    def finished_runs(self, rewind: bool = False) -> FinishedRuns | None:
+        return None
+
+
 def run_cycles(slurm: FakeSlurm, daemon: Daemon, cycles: int, interval: float = 10.0,
                max_updates: int = MAX_UPDATES_DEFAULT) -> list[int]:
-    """``cycles`` daemon cycles against ``slurm`` (read, steer, write); the jobs written each cycle."""
+    """``cycles`` daemon cycles (``core.cycle.run_cycle``) against ``slurm``; the jobs written each cycle."""
+    cluster = _Cluster(slurm)
+    core = Core(daemon.applier, daemon.state, max_updates)
     written: list[int] = []
     for _ in range(cycles):
-        snap, info = read_once(slurm.outputs(), slurm.clock)
-        step = daemon.step(snap, info, max_updates)
-        updates = daemon.settle(snap, step, slurm.clock)
-        slurm.apply(updates)
-        written.append(len(updates))
+        cluster.sent = 0
+        run_cycle(cluster, core, daemon.policy, daemon.planner, Strict(), now=lambda: slurm.clock)
+        written.append(cluster.sent)
         slurm.advance(interval)
     return written
 
