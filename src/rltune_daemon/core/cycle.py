@@ -122,6 +122,13 @@ class Core:
     history: HistoryFeed = field(default_factory=HistoryFeed)
 
 
+def confirm_unlisted(cluster: Cluster, state: DaemonState, snap: Snapshot, info: ReadInfo) -> dict[str, Fate]:
+    """What the cluster says of the jobs the undo record names that ``snap`` did not list: only its word
+    that a job is over lets a record go (a cycle and a restore both ask)."""
+    missing = unlisted(state, snap, info.unparsed)
+    return cluster.confirm(missing) if missing else {}
+
+
 @contextlib.contextmanager
 def _stage(obs: Observer, name: Stage) -> Iterator[None]:
     """Time a stage for the observer, and as a span for a benchmark's finer split (``spans``)."""
@@ -143,8 +150,7 @@ def run_cycle(cluster: Cluster, core: Core, policy: Policy, planner: Callable[[S
             snap = cluster.read()
             info = cluster.last or ReadInfo()
             obs.listed(info)
-            missing = unlisted(state, snap, info.unparsed)
-            fates = cluster.confirm(missing) if missing else {}
+            fates = confirm_unlisted(cluster, state, snap, info)
     except Exception as err:
         obs.failed(err, "read")
         return "skipped"

@@ -21,12 +21,12 @@ from types import FrameType
 from typing import Any, TextIO
 
 from rltune_daemon.core.applier import Applier, Decision, Settled
-from rltune_daemon.core.cycle import Core, Observer, Stage, Where, run_cycle
+from rltune_daemon.core.cycle import Core, Observer, Stage, Where, confirm_unlisted, run_cycle
 from rltune_daemon.core.record import DaemonState
-from rltune_daemon.core.steer import Step, unlisted
+from rltune_daemon.core.steer import Step
 from rltune_daemon.domain import Plan, Snapshot, job_order
 from rltune_daemon.domain.history import FinishedRuns
-from rltune_daemon.domain.updates import ApplyResult, Fate, ReadInfo, UpdateStatus
+from rltune_daemon.domain.updates import ApplyResult, ReadInfo, UpdateStatus
 from rltune_daemon.errors import UserError
 from rltune_daemon.planner import plan as make_plan
 from rltune_daemon.planner.plan import PlannerMemory
@@ -270,11 +270,6 @@ class Daemon:
                                  effect="left out of this cycle's plan; nothing is written to it")
         self._bad_records = now
 
-    def _confirm_missing(self, snap: Snapshot, unparsed: frozenset[str]) -> dict[str, Fate]:
-        """Ask Slurm about recorded jobs the read did not list (``Backend.confirm``)."""
-        missing = unlisted(self.state, snap, unparsed)
-        return self.backend.confirm(missing) if missing else {}
-
     def _plan(self, snap: Snapshot, rep: CycleReport) -> Plan:
         """The plan of the chosen policy; a model that fails is replaced by the base policy for good
         and the plan made again (a failure of the base policy itself skips the cycle)."""
@@ -357,8 +352,8 @@ class Daemon:
         out = RestoreReport()
         try:
             snap = self.backend.read()
-            info = self.backend.last
-            fates = self._confirm_missing(snap, info.unparsed if info is not None else frozenset())
+            info = self.backend.last or ReadInfo()
+            fates = confirm_unlisted(self.backend, self.state, snap, info)
         except SlurmError as err:
             self.metrics.errors.labels(error_kind(err)).inc()
             out.error = str(err)
@@ -369,10 +364,9 @@ class Daemon:
         if decision.changes:
             self.applier.begin(self.state, snap, decision, time.time())
             self._save()
-            unknown = info.site_factor_unknown if info is not None else frozenset()
             try:
-                result = self.backend.apply(snap, decision.updates(), site_factor_unknown=unknown,
-                                            restore=True)
+                result = self.backend.apply(snap, decision.updates(),
+                                            site_factor_unknown=info.site_factor_unknown, restore=True)
             except SlurmError as err:
                 out.error = str(err)
             else:
