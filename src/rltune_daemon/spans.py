@@ -39,8 +39,11 @@ class Recorder:
             out, self.spans = self.spans, []
         return out
 
-    def total(self, name: str, spans: list[Span] | None = None) -> float:
-        return sum(s.seconds for s in (self.spans if spans is None else spans) if s.name == name)
+    def innermost(self) -> str:
+        """The span open innermost in this thread; a worker thread (commands run side by side) belongs
+        to the span the recording thread has open."""
+        around = self._open.get(threading.get_ident()) or self._open.get(self._home, [])
+        return around[-1] if around else ""
 
 
 _active: Recorder | None = None
@@ -66,10 +69,8 @@ def span(name: str, **info: Any) -> Iterator[None]:
     if rec is None:
         yield
         return
+    parent = rec.innermost()
     stack = rec._open.setdefault(threading.get_ident(), [])
-    # a worker thread (commands run side by side) belongs to the span its caller has open
-    around = stack or rec._open.get(rec._home, [])
-    parent = around[-1] if around else ""
     stack.append(name)
     t0 = time.perf_counter()
     try:
@@ -86,6 +87,6 @@ def note(name: str, seconds: float, **info: Any) -> None:
     rec = _active
     if rec is None:
         return
-    around = rec._open.get(threading.get_ident()) or rec._open.get(rec._home, [])
+    parent = rec.innermost()
     with rec._lock:
-        rec.spans.append(Span(name, seconds, around[-1] if around else "", info))
+        rec.spans.append(Span(name, seconds, parent, info))
