@@ -23,11 +23,16 @@ from rltune_daemon.slurm.parse import (
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
 CAPTURED = FIXTURES / "captured"
 KIT = FIXTURES / "kit"
+# captured/ is Debian's 22.05; captured-<release>/ the same scenario on each release `make test-versions`
+# built, so every test on captured output runs on every release's output.
+RELEASES = [CAPTURED, *sorted(FIXTURES.glob("captured-*"))]
 
 
-@pytest.fixture(scope="session")
-def captured() -> Path:
-    return CAPTURED
+@pytest.fixture(scope="session", params=RELEASES, ids=lambda p: p.name.removeprefix("captured-")
+                .replace("captured", "22.05"))
+def captured(request: pytest.FixtureRequest) -> Path:
+    path: Path = request.param
+    return path
 
 
 @pytest.fixture(scope="session")
@@ -36,8 +41,8 @@ def kit() -> Path:
 
 
 @pytest.fixture(scope="session")
-def meta() -> dict[str, str]:
-    data: dict[str, str] = json.loads((CAPTURED / "meta.json").read_text())
+def meta(captured: Path) -> dict[str, str]:
+    data: dict[str, str] = json.loads((captured / "meta.json").read_text())
     return data
 
 
@@ -58,8 +63,8 @@ def snapshot_from(directory: Path, clock: float = 0.0) -> tuple[Snapshot, ReadIn
 
 
 @pytest.fixture(scope="session")
-def captured_snapshot() -> tuple[Snapshot, ReadInfo]:
-    return snapshot_from(CAPTURED)
+def captured_snapshot(captured: Path) -> tuple[Snapshot, ReadInfo]:
+    return snapshot_from(captured)
 
 
 @pytest.fixture

@@ -58,7 +58,7 @@ def test_squeue_jobs_captured_every_record(captured: Path, meta: dict[str, str])
     recs = {r.job_id: r for r in parsed.records}
     typed = recs[meta["pd_typed"]]
     assert (typed.state, typed.user, typed.account, typed.qos) == ("PENDING", "root", "", "")
-    assert typed.time_limit == 3600 and typed.tres_per_node == "gres:gpu:p100:4"
+    assert typed.time_limit == 3600 and gpus_in_spec(typed.tres_per_node) == (4, "p100")
     assert recs[meta["pd_notime"]].time_limit == math.inf
     assert recs[meta["pd_held"]].priority == 0 and recs[meta["pd_held"]].reason == "JobHeldUser"
     assert recs[meta["pd_negnice"]].nice == -200 and recs[meta["pd_nice"]].nice == 50
@@ -84,8 +84,8 @@ def test_hostile_account_captured_from_slurm_stays_in_its_field(captured: Path, 
     hostile, plain = recs[meta["pd_hostile"]], recs[meta["pd_site"]]
     assert hostile.account == "acct|9|2026-01-01t00:00:00\n1|forged ✓"
     assert (hostile.user, hostile.partitions, hostile.time_limit) == ("rltuser", ("gpu",), 540.0)
-    assert (hostile.priority, hostile.tres_per_node, hostile.reason) == (
-        plain.priority - 500, "gres:gpu:p100:1", "Priority")  # pd_site has SiteFactor 500
+    assert (hostile.priority, gpus_in_spec(hostile.tres_per_node), hostile.reason) == (
+        plain.priority - 500, (1, "p100"), "Priority")  # pd_site has SiteFactor 500
     states = dict(parse_job_states(_read(captured / "squeue_states.txt")))
     assert {r.job_id: r.state for r in recs.values()} == {j: s for j, s in states.items()
                                                           if j != meta["pd_long_account"]}
@@ -213,9 +213,9 @@ def test_squeue_tres_captured(captured: Path, meta: dict[str, str]) -> None:
     parsed = parse_squeue_tres(_read(captured / "squeue_tres.txt"))
     recs = {r.job_id: r for r in parsed.records}
     assert len(parsed.records) == len(recs)  # array task lines merged
-    assert recs[meta["pd_gpus_per_job"]].tres_per_job == "gres:gpu:p100:3"
+    assert gpus_in_spec(recs[meta["pd_gpus_per_job"]].tres_per_job) == (3, "p100")
     gpt = recs[meta["pd_gpus_per_task"]]
-    assert (gpt.tres_per_task, gpt.num_tasks, gpt.cpus) == ("gres:gpu:k80:1", 3, 3)
+    assert (gpus_in_spec(gpt.tres_per_task), gpt.num_tasks, gpt.cpus) == ((1, "k80"), 3, 3)
     assert recs[meta["pd_gpus_per_node"]].mem_mb == 8192  # --mem=4G on 2 nodes: total
     assert recs[meta["run_p100x2_ovs"]].cpus == 4
 
@@ -357,3 +357,15 @@ def test_ping(captured: Path) -> None:
     assert ping_is_up((captured / "ping_up.txt").read_text())
     assert not ping_is_up((captured / "ping_down.txt").read_text())
     assert not ping_is_up("")
+
+
+def test_gpu_requests_as_every_release_prints_them() -> None:
+    """22.05 prints ``gpu:2``/``gres:gpu:p100:3``; 23.11-25.11 print squeue's ``%b`` and ``tres-per-job``
+    as ``gres/gpu:2``/``gres/gpu:p100:3`` and ``tres-per-task`` as ``gres/gpu:k80=1`` (captured from
+    each release by ``make test-versions``): a count is never read as a GPU type."""
+    assert gpus_in_spec("gres/gpu:2") == (2, "")
+    assert gpus_in_spec("gres/gpu:p100:3") == (3, "p100")
+    assert gpus_in_spec("gres/gpu:k80=1") == (1, "k80")
+    assert gpus_in_spec("gres/gpu=4") == (4, "")
+    assert gpus_in_spec("gres/gpu") == (1, "")
+    assert gpus_in_spec("gpu:2") == gpus_in_spec("gres:gpu:2") == (2, "")

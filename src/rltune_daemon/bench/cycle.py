@@ -411,7 +411,7 @@ def run_one(spec: PolicySpec, pending: int, args: argparse.Namespace, work: Path
                         metrics=Metrics(), table=False)
         if daemon.choice.fallback:
             raise UserError(f"{spec.label}: the daemon fell back: {daemon.choice.fallback}")
-        backend.detect_rate_limit()  # as the CLI does before its first cycle (outside any cycle)
+        backend.detect()  # as the CLI does before its first cycle (outside any cycle)
         rows: list[dict[str, Any]] = []
         spans: list[tuple[float, float]] = []
         cancels: list[tuple[float, float]] = []

@@ -22,6 +22,8 @@ import argparse
 import contextlib
 import json
 import os
+import pwd
+import shutil
 import signal
 import statistics
 import subprocess
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from rltune_daemon.bench.load import NODE_GPUS, Latency, fill_queue, latency_stats
+from rltune_daemon.bench.operator import OPERATOR_USER, RateLimitSettings, as_user, python_for, refusals
 from rltune_daemon.cli.common import print_json
 from rltune_daemon.errors import UserError
 from rltune_daemon.service.statefile import StateFile
@@ -55,6 +58,7 @@ class Sample:
     cycle_s: float
     pending: int
     changed: int
+    failed: int = 0  # updates the cycle's settle found failed or could not tell (unknown)
 
 
 @dataclass
@@ -137,7 +141,8 @@ def _watch(proc: subprocess.Popen[str], phase: Phase, state: Path, stop_after: i
                                     fds=fds, state_bytes=_size(state),
                                     cycle_s=float(event.get("seconds", 0.0)),
                                     pending=int(event.get("jobs_seen", 0)),
-                                    changed=int(event.get("changed", 0))))
+                                    changed=int(event.get("changed", 0)),
+                                    failed=int(event.get("failed", 0)) + int(event.get("unknown", 0))))
         if on_cycle is not None:
             on_cycle(len(phase.samples))
         if stop_after and len(phase.samples) == stop_after:
@@ -146,9 +151,10 @@ def _watch(proc: subprocess.Popen[str], phase: Phase, state: Path, stop_after: i
     phase.wall_s = time.monotonic() - t0
 
 
-def _daemon(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+def _daemon(env: dict[str, str], *args: str, user: str | None = None) -> subprocess.Popen[str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith("RLTUNE_")} | env
-    return subprocess.Popen([sys.executable, "-m", "rltune_daemon.cli.daemon", *args], env=full,
+    argv = [sys.executable, "-m", "rltune_daemon.cli.daemon", *args]
+    return subprocess.Popen(as_user(user, env, argv) if user else argv, env=full, cwd="/tmp",
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, bufsize=1)
 
 
@@ -177,14 +183,29 @@ def _progress(what: str, total: int | None) -> Callable[[int], None]:
 
 
 
-def soak_live(jobs: int, cycles: int, model: str, interval: float, work: Path) -> Phase:
+def soak_live(jobs: int, cycles: int, model: str, interval: float, work: Path,
+              operator: RateLimitSettings | None = None) -> Phase:
+    """``operator``: the daemon runs as the non-root Operator ``OPERATOR_USER`` under ``rl_enable`` with
+    these settings (slurmdbd started for the AdminLevel); refusals are counted from slurmctld's log.
+    The timed ``sbatch`` stays root's, which the limit exempts: it measures slurmctld's answer time."""
     if os.geteuid() != 0 or not slurm_installed():
         raise UserError("the live soak needs root and Slurm (make setup); run it with --live-jobs 0 to skip")
     phase = Phase("live")
-    cluster = LocalCluster.private(work / "slurm", message_timeout=10, test_user=None)
+    user = OPERATOR_USER if operator else None
+    overrides = {"SlurmctldParameters": operator.slurmctld_parameters()} if operator else {}
+    cluster = LocalCluster.private(work / "slurm", message_timeout=10, test_user=user,
+                                   with_dbd=operator is not None, conf_overrides=overrides)
     cluster.start()
     env = cluster.env()
     try:
+        if user:
+            subprocess.run(["sacctmgr", "-i", "modify", "user", user, "set", "AdminLevel=Operator"], env=env,
+                           check=True, capture_output=True, cwd="/tmp")
+            run_dir = work / "operator"
+            run_dir.mkdir()
+            shutil.chown(run_dir, user)
+        else:
+            run_dir = work
         for node, gres in NODE_GPUS.items():
             subprocess.run(["sbatch", "-o", "/dev/null", "-w", node, f"--gres=gpu:{gres}", "-t", "600",
                             "--wrap", "sleep 36000"], env=env, check=True, capture_output=True, cwd="/tmp")
@@ -202,14 +223,16 @@ def soak_live(jobs: int, cycles: int, model: str, interval: float, work: Path) -
         baseline = [s for _, s in latency.times]
         before = list(latency.times)
         latency.times.clear()
-        state = work / "live-state.db"
+        state = run_dir / "live-state.db"
         (work / "live.toml").write_text(
             f'model = "{model}"\ninterval = {interval}\nreact = 0\nstate_file = "{state}"\n'
             f'[slurm]\nconf = "{cluster.conf}"\n[metrics]\nenabled = false\n')
         stop = threading.Event()
         sampler = threading.Thread(target=latency.run, args=(stop,))
         started = time.monotonic()
-        proc = _daemon({"RLTUNE_CONFIG": str(work / "live.toml")})
+        reachable = python_for(user) if user else contextlib.nullcontext()
+        reachable.__enter__()
+        proc = _daemon({"RLTUNE_CONFIG": str(work / "live.toml"), "SLURM_CONF": str(cluster.conf)}, user=user)
         sampler.start()
         first_end: list[float] = []
 
@@ -228,6 +251,14 @@ def soak_live(jobs: int, cycles: int, model: str, interval: float, work: Path) -
             sampler.join()
             if proc.poll() is None:
                 proc.kill()
+            reachable.__exit__(None, None, None)
+        if operator and user:
+            log = cluster.state_dir / "log" / "slurmctld.log"
+            phase.extra["rate_limit"] = {
+                "slurmctld_parameters": operator.slurmctld_parameters(), "daemon_user": user,
+                "refused_rpcs_daemon": refusals(log, pwd.getpwnam(user).pw_uid),
+                "refused_rpcs_root": refusals(log, 0),
+                "failed_updates": sum(x.failed for x in phase.samples)}
         end_first = first_end[0] if first_end else time.monotonic()
         during_first = [s for t, s in latency.times if started <= t <= end_first]
         # cycles as (start, end) since the daemon started: a user's sbatch while the daemon reads and
@@ -336,7 +367,8 @@ def bench_soak(args: argparse.Namespace) -> int:
         phases.append(soak_sim(args.sim_hours, args.model, work))
         result["sim"] = phases[-1].summary()
     if args.live_jobs > 0:
-        phases.append(soak_live(args.live_jobs, args.live_cycles, args.model, args.interval, work))
+        operator = RateLimitSettings(args.rl_bucket, args.rl_refill) if args.operator else None
+        phases.append(soak_live(args.live_jobs, args.live_cycles, args.model, args.interval, work, operator))
         result["live"] = phases[-1].summary()
     result["samples"] = {p.name: [asdict(s) for s in p.samples] for p in phases}
     (out / "soak.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
@@ -360,5 +392,10 @@ def register(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s.add_argument("--live-cycles", type=int, default=20, help="live cycles before SIGTERM")
     s.add_argument("--interval", type=float, default=10.0, help="the live daemon's interval (seconds)")
     s.add_argument("--model", default="models/testbed-multifactor", help="model directory the daemon runs")
+    s.add_argument("--operator", action="store_true",
+                   help="live: the daemon as a non-root Slurm Operator under rl_enable (enforced from "
+                        "Slurm 23.02); refused RPCs counted from slurmctld's log")
+    s.add_argument("--rl-bucket", type=int, default=30, help="with --operator: rl_bucket_size (Slurm's 30)")
+    s.add_argument("--rl-refill", type=int, default=2, help="with --operator: rl_refill_rate/s (Slurm's 2)")
     s.add_argument("--out", default="runs/soak", help="directory for soak.json and soak.png")
     s.set_defaults(func=bench_soak)

@@ -175,13 +175,15 @@ def _run(args: argparse.Namespace) -> int:
                         table=args.once or sys.stdout.isatty())
         if isinstance(backend, SlurmBackend):
             try:
-                limit = backend.detect_rate_limit()
+                release = backend.detect()
             except SlurmError as err:
-                log.warning("rate_limit_unknown", error=str(err),
-                            effect="Slurm's RPC rate limit (rl_enable) not read; writes paced by write_rate")
+                log.warning("slurm_release_unknown", error=str(err),
+                            effect="Slurm's version and RPC rate limit (rl_enable) not read; "
+                                   "writes paced by write_rate")
             else:
-                if limit.applies:
-                    log.info("rate_limit", slurm=limit.describe())
+                log.info("slurm_release", version=release.series, implies=release.implications())
+                if release.rate_limit.applies:
+                    log.info("rate_limit", slurm=release.rate_limit.describe())
         if args.restore:
             return _restore(daemon)
         log.info("starting", version=__version__, config=str(path) if path else "", backend=cfg.backend,

@@ -15,8 +15,8 @@ from rltune_daemon.service.config import DaemonConfig
 from rltune_daemon.slurm.errors import SlurmError
 from rltune_daemon.slurm.history import SacctHistory
 from rltune_daemon.slurm.integrity import ReadLimits, check_alive
-from rltune_daemon.slurm.pacing import RateLimit, rate_limit_from_config
 from rltune_daemon.slurm.reader import SlurmReader
+from rltune_daemon.slurm.release import SlurmRelease
 from rltune_daemon.slurm.runner import SlurmRunner
 from rltune_daemon.slurm.writer import SlurmWriter
 
@@ -65,7 +65,7 @@ class SlurmBackend:
         self.reader = SlurmReader(self.runner, partitions=s.partitions,
                                   limits=ReadLimits(max_drop_share=s.max_drop_share), concurrent=True)
         self.writer = SlurmWriter(self.runner, timeout_base=s.timeout, batch=s.write_batch, rate=s.write_rate)
-        self.rate_limit: RateLimit | None = None
+        self.release: SlurmRelease | None = None  # read by ``detect`` before the first cycle
         self.history = SacctHistory(self.runner, s.history_days)
         self.history_every = float(cfg.interval)
         self._history_due = 0.0  # monotonic time of the next sacct read
@@ -93,14 +93,16 @@ class SlurmBackend:
         return self.writer.apply(snapshot, updates, site_factor_unknown=site_factor_unknown, dry_run=dry_run,
                                  restore=restore, should_stop=should_stop)
 
-    def detect_rate_limit(self) -> RateLimit:
-        """Read Slurm's RPC rate limit (``scontrol show config``) and, when it applies to this user, make
-        every call wait for its tokens (``pacing``). Raises ``SlurmError`` when Slurm does not answer."""
+    def detect(self) -> SlurmRelease:
+        """Read which Slurm this is (``scontrol show config``: version, priority plugin, RPC rate limit,
+        metrics) and, when Slurm's rate limit applies to this user, make every call wait for its tokens
+        (``pacing``). Raises ``SlurmError`` when Slurm does not answer."""
         self.runner.begin_cycle()
         text = self.runner.run(["scontrol", "show", "config"]).stdout
-        self.rate_limit = rate_limit_from_config(text)
-        self.runner.rpc_bucket = self.rate_limit.bucket_for_us() if self.rate_limit.applies else None
-        return self.rate_limit
+        self.release = SlurmRelease.from_config(text)
+        limit = self.release.rate_limit
+        self.runner.rpc_bucket = limit.bucket_for_us() if limit.applies else None
+        return self.release
 
     def calls(self) -> int:
         return self.runner.calls_this_cycle

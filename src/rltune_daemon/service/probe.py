@@ -3,9 +3,10 @@ writing nothing, so an admin learns before the first live cycle that every comma
 
 It runs exactly what a cycle reads (``scontrol ping``, ``sprio``, both ``squeue`` calls, ``sinfo``, with
 the configured partitions and the integrity checks), the confirmation ``squeue -t all -j`` and, for a
-history-based policy, ``sacct``; it reads ``scontrol show config`` for Slurm's RPC rate limit and
-says whether the daemon's user may write (root, SlurmUser or an Operator). Each line says what ran,
-what it found and how long it took; the first failure names the command and what to do.
+history-based policy, ``sacct``; it reads ``scontrol show config`` for the Slurm release and what it
+implies (``slurm.release``: rate limit, priority plugin, metrics, pyslurm) and says whether the
+daemon's user may write (root, SlurmUser or an Operator). Each line says what ran, what it found and
+how long it took; the first failure names the command and what to do.
 """
 
 from __future__ import annotations
@@ -75,10 +76,10 @@ def run_probe(cfg: DaemonConfig, history: bool) -> list[Step]:
     steps.append(_step("confirm (what became of jobs a read did not list)", confirm))
 
     def config() -> str:
-        limit = backend.detect_rate_limit()
-        return f"RPC rate limit {limit.describe()}"
+        release = backend.detect()
+        return "; ".join(release.implications())
 
-    steps.append(_step("scontrol show config", config))
+    steps.append(_step("scontrol show config (release and what it implies)", config))
     if history:
         def sacct() -> str:
             runner.begin_cycle()
@@ -91,8 +92,8 @@ def run_probe(cfg: DaemonConfig, history: bool) -> list[Step]:
         user = _user()
         if os.geteuid() == 0:
             return f"{user}: root may update jobs"
-        limit = backend.rate_limit or backend.detect_rate_limit()
-        if limit.exempt:  # not root, so SlurmUser (compared by uid in scontrol show config)
+        release = backend.release or backend.detect()
+        if release.rate_limit.exempt:  # not root, so SlurmUser (compared by uid in scontrol show config)
             return f"{user}: SlurmUser may update jobs"
         runner.begin_cycle()
         res = runner.run(["sacctmgr", "-n", "-P", "show", "user", user, "format=AdminLevel"], check=False)

@@ -400,15 +400,16 @@ def parse_squeue_tres(text: str, source: str = "squeue -O") -> Parsed[TresRecord
 
 
 def gpus_in_spec(spec: str) -> tuple[int, str]:
-    """GPUs and type in a TRES/GRES request: ``gres:gpu:p100:2`` (22.05), ``gres/gpu:p100=2`` (newer
-    Slurm), ``gpu:2``, lists of those; non-GPU items ignored. Empty/N/A -> (0, "")."""
+    """GPUs and type in a TRES/GRES request: ``gres:gpu:p100:2`` (22.05), ``gres/gpu:p100:2`` (squeue
+    ``%b`` and ``tres-per-job`` from 23.11), ``gres/gpu:p100=2`` (``tres-per-task``), ``gpu:2``, lists
+    of those; non-GPU items ignored. Empty/N/A -> (0, "")."""
     s = _clean(spec)
     if not s:
         return 0, ""
     total, first_type = 0, ""
     for raw in s.split(","):
         item = raw.strip()
-        if item.startswith("gres/gpu"):  # TRES style: gres/gpu[:type]=count
+        if item.startswith("gres/gpu") and "=" in item:  # TRES style: gres/gpu[:type]=count
             key, _, count = item.partition("=")
             gtype = key.split(":", 1)[1] if ":" in key else ""
             n = int(count) if count.isdigit() else 1
