@@ -153,6 +153,61 @@ class SlurmTestCluster:
         self.scontrol("create", "reservation", f"ReservationName={name}", f"Users={TEST_USER}",
                       "Nodes=p100-2,k80-2", "StartTime=now", f"Duration={minutes}", "Flags=IGNORE_JOBS")
 
+    def mixed_queue(self) -> dict[str, str]:
+        """Every kind of job the reader must read, running and pending (every GPU request style, arrays
+        with a split task, hostile free text, admin-set priority and nice, node lists, a drained node):
+        the scenario of the captured outputs and of the pyslurm comparison. Returns role -> job id."""
+        c = self
+        meta: dict[str, str] = {}
+        # running: p100-1 full, p100-2 half with 4 CPUs/8G oversubscribe, k80 exclusive, user m40, 2-node k80
+        meta["run_p100x4"] = c.submit("-J", "run-p100x4", "-w", "p100-1", "--gres=gpu:p100:4", "-t", "30")
+        meta["run_p100x2_ovs"] = c.submit("-J", "run-p100x2", "-w", "p100-2", "--gres=gpu:p100:2", "-c", "4",
+                                          "--mem=8G", "--oversubscribe", "-t", "20")
+        meta["run_user_m40"] = c.submit("-J", "run-user", "--gres=gpu:m40:1", "-t", "10", user=TEST_USER)
+        meta["run_2node_k80"] = c.submit("-J", "run-2node", "-N", "2", "--gres=gpu:k80:2", "-t", "10")
+        for key in ("run_p100x4", "run_p100x2_ovs", "run_user_m40", "run_2node_k80"):
+            c.wait_state(meta[key], "RUNNING")
+        meta["run_p100x2_gpus"] = c.submit("-J", "run-gpus", "-w", "p100-2", "--gpus=p100:2", "-t", "15")
+        c.wait_state(meta["run_p100x2_gpus"], "RUNNING")
+        # pending, every request style
+        meta["pd_typed"] = c.submit("-J", "pd-typed", "--gres=gpu:p100:4", "-t", "60")
+        meta["pd_untyped"] = c.submit("-J", "pd-untyped", "--gres=gpu:2", "-t", "45")
+        meta["pd_gpus_per_job"] = c.submit("-J", "pd-gpus", "--gpus=p100:3", "-t", "30")
+        meta["pd_gpus_per_node"] = c.submit("-J", "pd-gpn", "-N", "2", "--gpus-per-node=k80:2", "--mem=4G",
+                                            "-t", "30")
+        meta["pd_gpus_per_task"] = c.submit("-J", "pd-gpt", "-n", "3", "--gpus-per-task=k80:1", "-t", "30")
+        meta["pd_notime"] = c.submit("-J", "pd-notime", "--gres=gpu:m40:1")
+        meta["pd_held"] = c.submit("-J", "pd-held", "-H", "--gres=gpu:k80:2", "-t", "5")
+        meta["pd_array"] = c.submit("-J", "pd-array", "-a", "0-3", "--gres=gpu:p100:1", "-t", "5")
+        meta["pd_nice"] = c.submit("-J", "pd-nice", "--nice=50", "--gres=gpu:p100:1", "-t", "5")
+        meta["pd_admin"] = c.submit("-J", "pd-admin", "--gres=gpu:p100:2", "-t", "5")
+        meta["pd_negnice"] = c.submit("-J", "pd-negnice", "--gres=gpu:p100:2", "-t", "5")
+        meta["pd_ovs"] = c.submit("-J", "pd-ovs", "--gres=gpu:p100:1", "-t", "5")
+        meta["pd_user"] = c.submit("-J", "pd|user\nnasty ✓", "--gres=gpu:p100:1", "-t", "25", user=TEST_USER)
+        meta["pd_nodes"] = c.submit("-J", "pd-nodes", "--gres=gpu:p100:1", "-t", "5", "-w", "p100-2",
+                                    "-x", "k80-[1-2]")
+        meta["pd_multipart"] = c.submit("-J", "pd-multi", "-p", "gpu,hipri", "--gres=gpu:p100:1", "-t", "5")
+        meta["pd_site"] = c.submit("-J", "pd-site", "--gres=gpu:p100:1", "-t", "7")
+        # free text a user controls, crafted to look like the rest of a record (no accounting: any account)
+        meta["pd_hostile"] = c.submit("-J", "x|1|2\n99|y", "-A", "acct|9|2026-01-01T00:00:00\n1|forged ✓",
+                                      "--comment", "c|\n|", "--wckey", "w|k", "--gres=gpu:p100:1", "-t", "9",
+                                      user=TEST_USER)
+        meta["pd_long_account"] = c.submit("-J", "pd-long", "-A", "a" * 70, "--gres=gpu:p100:1", "-t", "9")
+        meta["done"] = c.submit("-J", "done", "-t", "1", wrap="true")
+        c.wait_for(lambda: c.state(meta["done"]) == "GONE", 20, "the short job to end")
+        c.scontrol("update", f"JobId={meta['pd_admin']}", "Priority=50000")
+        c.scontrol("update", f"JobId={meta['pd_negnice']}", "Nice=-200")
+        c.scontrol("update", f"JobId={meta['pd_ovs']}", "OverSubscribe=yes")
+        c.scontrol("update", f"JobId={meta['pd_site']}", "SiteFactor=500")
+        c.scontrol("update", f"JobId={meta['pd_array']}_1", "SiteFactor=5")  # splits task 1 off
+        tasks = c.squeue("%A|%i", extra=("-r",))
+        split = [ln.split("|")[0] for ln in tasks if ln.endswith(f"{meta['pd_array']}_1")]
+        meta["pd_array_split"] = split[0]
+        c.scontrol("update", "NodeName=m40-1", "State=DRAIN", "Reason=maintenance | by admin")
+        time.sleep(3)  # a backfill pass (bf_interval=2) sets reasons and expected start times
+        c.wait_in_sprio(meta["pd_typed"], meta["pd_array_split"])
+        return meta
+
     def cancel(self, *job_ids: str) -> None:
         if job_ids:
             self.run("scancel", *job_ids, check=False)

@@ -15,7 +15,7 @@ from fakebin import FakeBin
 from rltune_daemon.errors import UserError
 from rltune_daemon.slurm import localcluster
 from rltune_daemon.slurm.errors import ControllerDown, ParseError
-from rltune_daemon.slurm.pyslurm_backend import PyslurmReader, job_records, load_pyslurm, node_records
+from rltune_daemon.slurm.pyslurm_backend import PyslurmReader, job_records, load_pyslurm
 from rltune_daemon.slurm.reader import (
     SlurmReader,
     SnapshotReader,
@@ -84,7 +84,7 @@ def test_pyslurm_missing_is_one_line_user_error(monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(UserError) as info:
         load_pyslurm()
     msg = str(info.value)
-    assert "\n" not in msg and "25.11" in msg and "22.05" in msg and "CLI backend" in msg
+    assert "\n" not in msg and "25.11" in msg and "CLI reader" in msg
     with pytest.raises(UserError):
         PyslurmReader(SlurmRunner())
 
@@ -96,24 +96,29 @@ def test_pyslurm_version_mismatch(monkeypatch: pytest.MonkeyPatch) -> None:
     assert load_pyslurm("25.11.0").__version__ == "25.11.2"  # type: ignore[attr-defined]
 
 
+def _pyslurm_job(**kw: object) -> SimpleNamespace:
+    """A pyslurm 25.11 ``Job`` with the attributes the reader uses, as a live 25.11 returns them."""
+    base: dict[str, object] = dict(
+        id=5, state="PENDING", array_id=None, array_task_id=None, array_tasks_waiting=None, user_name="u",
+        account=None, partition="gpu", qos=None, priority=100, nice=0, submit_time=1.8e9, start_time=None,
+        time_limit=None, num_nodes=1, cpus=2, memory_per_node=None, memory_per_cpu=1000,
+        gres_per_node={"gres/gpu:p100": 2}, resource_sharing="OK", allocated_nodes=None, required_nodes=None,
+        excluded_nodes="k80-1", state_reason="Nodes required for job are DOWN, DRAINED or reserved")
+    return SimpleNamespace(**(base | kw))
+
+
 def test_pyslurm_records_mapping() -> None:
-    job = SimpleNamespace(id=5, state="PENDING", array_task_id=None, user_name="u", account="a",
-                          partition="gpu", qos="normal", priority=100, nice=0, submit_time=1.8e9,
-                          start_time=None, time_limit=None, num_nodes=1, cpus=2, memory=2000,
-                          gres_per_node={"gpu:p100": 2}, required_nodes=None, excluded_nodes=["k80-1"],
-                          state_reason="Priority")
-    done = SimpleNamespace(id=6, state="COMPLETED")
-    recs, tres = job_records([job, done])
-    assert [r.job_id for r in recs] == ["5"]
-    assert recs[0].tres_per_node == "gpu:p100:2" and recs[0].exc_nodes == "k80-1"
-    assert tres["5"].mem_mb == 2000
-    node = SimpleNamespace(name="p100-1", configured_gres={"gpu:p100": 4}, allocated_gres={"gpu:p100": 1},
-                           state="MIXED", total_cpus=8, allocated_cpus=1, real_memory=64000,
-                           allocated_memory=1000, partitions=["gpu"])
-    part = SimpleNamespace(name="gpu", priority_tier=3, priority_job_factor=1, max_time=60, is_default=True)
-    (nrec,) = node_records([node], [part])
-    assert (nrec.gpus, nrec.gpu_type, nrec.gpus_alloc, nrec.priority_tier, nrec.max_time) == (
-        4, "p100", 1, 3, 3600.0)
+    done = _pyslurm_job(id=6, state="COMPLETED")
+    array = _pyslurm_job(id=7, array_id=7, array_tasks_waiting="0,2-3%2")
+    parsed = job_records([_pyslurm_job(), done, array])
+    tasks = [(r.job_id, r.array_task) for r in parsed.records]
+    assert tasks == [("5", ""), ("7", "0"), ("7", "2"), ("7", "3")]
+    rec = parsed.records[0]
+    assert (rec.tres_per_node, rec.exc_nodes, rec.account, rec.qos) == ("gres/gpu:p100:2", "k80-1", "", "")
+    assert rec.time_limit == float("inf") and rec.min_memory_mb == 1000 and rec.array_job_id == ""
+    assert rec.reason == "Nodes required for job are DOWN,"  # squeue's %32r
+    assert parsed.records[1].array_job_id == "7" and parsed.listed[1] == ("7", "PENDING")
+    assert [r.job_id for r in job_records([_pyslurm_job()], ["hipri"]).records] == []
 
 
 # ---- local cluster tooling (no root needed) ---------------------------------------------------------

@@ -62,8 +62,13 @@ class SlurmBackend:
             slurm_conf=s.conf or None, timeout=s.timeout, ping_timeout=s.ping_timeout,
             max_calls_per_cycle=s.max_calls_per_cycle, bin_dir=s.bin_dir or None,
         )
-        self.reader = SlurmReader(self.runner, partitions=s.partitions,
-                                  limits=ReadLimits(max_drop_share=s.max_drop_share), concurrent=True)
+        limits = ReadLimits(max_drop_share=s.max_drop_share)
+        if s.reader == "pyslurm":  # imported only when chosen: pyslurm is an optional extra
+            from rltune_daemon.slurm.pyslurm_backend import PyslurmReader
+
+            self.reader: SlurmReader = PyslurmReader(self.runner, partitions=s.partitions, limits=limits)
+        else:
+            self.reader = SlurmReader(self.runner, partitions=s.partitions, limits=limits, concurrent=True)
         self.writer = SlurmWriter(self.runner, timeout_base=s.timeout, batch=s.write_batch, rate=s.write_rate)
         self.release: SlurmRelease | None = None  # read by ``detect`` before the first cycle
         self.history = SacctHistory(self.runner, s.history_days)

@@ -136,6 +136,9 @@ class MetricsSection(_Section):
 class SlurmSection(_Section):
     conf: str = Field("", description="slurm.conf path (empty: SLURM_CONF or Slurm's default)")
     bin_dir: str = Field("", description="directory of squeue/scontrol/... (empty: PATH)")
+    reader: Literal["cli", "pyslurm"] = Field("cli", description=(
+        "how jobs and nodes are read: cli (squeue/sinfo, every release) or pyslurm (libslurm, Slurm 25.11 "
+        "with pyslurm installed; sprio and squeue -O stay CLI)"))
     timeout: float = Field(20.0, gt=0, le=600, description="seconds per Slurm command")
     ping_timeout: float = Field(5.0, gt=0, le=120)
     max_calls_per_cycle: int = Field(16, ge=8, le=1000, description="client calls of one cycle, reads "
