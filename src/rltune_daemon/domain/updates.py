@@ -103,7 +103,8 @@ class ReadInfo:
     ``queue``: ``(job id, state)`` of every pending and running job squeue listed, to compare with a
     later ``watch`` (see ``queue_signature``). ``unparsed``: jobs squeue listed that are not in the
     Snapshot (a record that did not parse, or left between two calls): they exist, so a record of
-    them is kept, but nothing is planned for them.
+    them is kept, but nothing is planned for them. ``slurm_counts``: slurmctld's own pending/running
+    counts and backfill statistics (Slurm 25.11's metrics endpoint), where it is on.
     """
 
     skipped: list[tuple[str, str]] = field(default_factory=list)
@@ -114,4 +115,6 @@ class ReadInfo:
     unparsed: frozenset[str] = frozenset()
     calls: int = 0
     seconds: float = 0.0
+    slurm_counts: dict[str, float] = field(default_factory=dict)  # slurmctld's own metrics, where read
+    slurm_metrics_error: str = ""  # why they could not be read, on the read where that was first seen
 

@@ -15,6 +15,7 @@ from rltune_daemon.service.config import DaemonConfig
 from rltune_daemon.slurm.errors import SlurmError
 from rltune_daemon.slurm.history import SacctHistory
 from rltune_daemon.slurm.integrity import ReadLimits, check_alive
+from rltune_daemon.slurm.openmetrics import MetricsUnavailable, check_counts, fetch_counts
 from rltune_daemon.slurm.reader import SlurmReader
 from rltune_daemon.slurm.release import SlurmRelease
 from rltune_daemon.slurm.runner import SlurmRunner
@@ -71,6 +72,8 @@ class SlurmBackend:
             self.reader = SlurmReader(self.runner, partitions=s.partitions, limits=limits, concurrent=True)
         self.writer = SlurmWriter(self.runner, timeout_base=s.timeout, batch=s.write_batch, rate=s.write_rate)
         self.release: SlurmRelease | None = None  # read by ``detect`` before the first cycle
+        self.partitions, self.max_drop_share = s.partitions, s.max_drop_share
+        self._metrics_off = ""  # why slurmctld's metrics endpoint failed; the daemon stops asking it
         self.history = SacctHistory(self.runner, s.history_days)
         self.history_every = float(cfg.interval)
         self._history_due = 0.0  # monotonic time of the next sacct read
@@ -80,7 +83,21 @@ class SlurmBackend:
         return self.reader.last
 
     def read(self) -> Snapshot:
-        return self.reader.read()
+        snap = self.reader.read()
+        info = self.reader.last
+        if self.release is not None and self.release.metrics_url and not self._metrics_off:
+            try:
+                counts = fetch_counts(self.release.metrics_url, self.partitions, self.runner.ping_timeout)
+            except MetricsUnavailable as exc:  # reported once; the reads go on without the cross-check
+                self._metrics_off = str(exc)
+                if info is not None:
+                    info.slurm_metrics_error = self._metrics_off
+            else:
+                tasks = sum(n - 1 for n in info.array_tasks.values()) if info is not None else 0
+                check_counts(len(snap.pending) + tasks, counts, self.max_drop_share)  # Slurm counts tasks
+                if info is not None:
+                    info.slurm_counts = counts.log_fields()
+        return snap
 
     def watch(self) -> frozenset[tuple[str, str]]:
         return self.reader.watch()

@@ -91,6 +91,7 @@ class CycleReport:
     apply_seconds: float = 0.0
     save_seconds: float = 0.0
     slurm_calls: int = 0
+    slurm: dict[str, float] = field(default_factory=dict)  # slurmctld's own counts and backfill statistics
     policy: str = ""
     fallback: str = ""
     errors: list[str] = field(default_factory=list)
@@ -553,6 +554,10 @@ class _CycleHooks(Observer):
     def confirmed(self, snap: Snapshot, info: ReadInfo) -> None:
         rep = self.rep
         rep.jobs_seen, rep.running, rep.unparsed = len(snap.pending), len(snap.running), len(info.unparsed)
+        rep.slurm = info.slurm_counts
+        if info.slurm_metrics_error:
+            self.d.log.warning("slurm_metrics_unavailable", error=info.slurm_metrics_error,
+                               effect="reads are no longer cross-checked with slurmctld's own job counts")
         self.d.last_snapshot = snap
         self.d.metrics.observe_snapshot(snap)
 

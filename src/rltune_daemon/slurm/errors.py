@@ -80,7 +80,7 @@ class SuspectRead(SlurmError):  # noqa: N818 - names what happened, like Control
 
 
 SUSPECT_REASONS = ("truncated", "malformed", "sprio_mismatch", "tres_mismatch", "drop", "nodes",
-                   "vanished_alive")
+                   "vanished_alive", "metrics")
 
 
 class InvalidUpdate(SlurmError, ValueError):  # noqa: N818 - names from the design

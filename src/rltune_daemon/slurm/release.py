@@ -53,15 +53,20 @@ class SlurmRelease:
     rate_limit: RateLimit
     metrics_type: str = ""
     private_data: str = ""
+    controller: str = ""  # the first SlurmctldHost's address (or name) and port: ``host:port``
 
     @classmethod
     def from_config(cls, show_config: str, uid: int | None = None) -> SlurmRelease:
+        host = re.match(r"([^(\s]+)(?:\(([^)]*)\))?", _setting(show_config, r"SlurmctldHost\[0\]"))
+        port = re.match(r"\d+", _setting(show_config, "SlurmctldPort"))  # a range "6817-6820": its first
+        address = (host.group(2) or host.group(1)) if host else ""
         return cls(
             version=parse_version(_setting(show_config, "SLURM_VERSION")),
             priority_type=_setting(show_config, "PriorityType"),
             rate_limit=rate_limit_from_config(show_config, uid),
             metrics_type=_setting(show_config, "MetricsType"),
             private_data=_setting(show_config, "PrivateData"),
+            controller=f"{address}:{port.group(0) if port else 6817}" if address else "",
         )
 
     @property
@@ -87,6 +92,11 @@ class SlurmRelease:
                 and not self.private_data)
 
     @property
+    def metrics_url(self) -> str:
+        """``http://host:port`` of slurmctld's metrics endpoint, or "" where it is off."""
+        return f"http://{self.controller}" if self.openmetrics and self.controller else ""
+
+    @property
     def pyslurm_possible(self) -> bool:
         return self.version is not None and self.version[:2] == PYSLURM_RELEASE
 
@@ -108,8 +118,8 @@ class SlurmRelease:
         else:
             lines.append("RPC rate limit off (no rl_enable); writes paced by [slurm] write_rate")
         if self.openmetrics:
-            lines.append("OpenMetrics on slurmctld's port (/metrics/jobs, /metrics/scheduler): Slurm's own "
-                         "pending/running counts and backfill statistics are read from there")
+            lines.append(f"OpenMetrics at {self.metrics_url}/metrics: Slurm's own pending/running counts "
+                         "cross-check each read; they and the backfill statistics go into the cycle log")
         elif self.at_least(OPENMETRICS):
             why = (f"PrivateData={self.private_data} disables it" if self.private_data
                    else "MetricsType=metrics/openmetrics is not set")
