@@ -10,7 +10,7 @@ DEB_PKGS := slurmctld slurmd slurm-client munge prometheus
 TEST_DEB_PKGS := slurmdbd mariadb-server
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: setup system-deps test-deps debs demo test lint typecheck unit fuzz soak bench clean
+.PHONY: setup system-deps test-deps debs demo test test-versions lint typecheck unit fuzz soak bench clean
 
 setup: $(STAMP) system-deps
 
@@ -54,6 +54,14 @@ unit: $(STAMP)
 
 test: setup test-deps lint typecheck
 	$(BIN)/pytest -q -n $(NPROC) --durations=15
+
+# The real-Slurm part of the suite (plus probe, replay, an Operator under rl_enable at 10,000 pending, pyslurm
+# on 25.11) on each release in VERSIONS, built once from SLURM_SRC (a SchedMD/slurm git clone, a release
+# tarball or a directory of them) into ~/.cache/rltune-slurm; "22.05" is Debian's own. Not part of `make test`.
+# Results: docs/results/slurm-versions/. SKIP="operator pyslurm" leaves the long steps out.
+VERSIONS ?= 23.11 24.11 25.11
+test-versions: setup test-deps
+	$(BIN)/python tests/versions/run_versions.py --src "$(SLURM_SRC)" --versions "$(VERSIONS)" --skip "$(SKIP)"
 
 # hypothesis fuzzing of every Slurm-output parser and trace loader at 10,000 examples each (make test runs 300)
 fuzz: $(STAMP)

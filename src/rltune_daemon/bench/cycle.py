@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import datetime
+import itertools
 import json
 import math
 import os
@@ -273,8 +274,10 @@ def results_md(result: Mapping[str, Any]) -> str:
             between = run["sbatch"].get("steady_between", {}) if which != "first" else {}
             if which == "unsettled_median":  # no steady cycles: the user's sbatch over all cycles
                 lat, between = run["sbatch"].get("all_inside", {}), run["sbatch"].get("all_between", {})
+            reader = run.get("reader", "cli")
+            policy = run["policy"] + (f" ({reader} reader)" if reader != "cli" else "")
             lines.append(
-                f"| {run['policy']} | {run['pending']:,} | {label} | {r['total_s']:.3f} | "
+                f"| {policy} | {run['pending']:,} | {label} | {r['total_s']:.3f} | "
                 + " | ".join(f"{st[k]:.3f}" for k in STAGES)
                 + f" | {r['commands_read']:g}/{r['commands_write']:g} | {r['jobs_updated']:g} | "
                 f"{_lat(lat)} | {_lat(between)} |")
@@ -374,8 +377,8 @@ def _wait_queue(env: Mapping[str, str], n: int, timeout: float = 300.0) -> int:
 
 
 def run_one(spec: PolicySpec, pending: int, args: argparse.Namespace, work: Path,
-            say: Callable[[str], None]) -> dict[str, Any]:
-    name = f"{spec.label} @ {pending}"
+            say: Callable[[str], None], reader: str = "cli") -> dict[str, Any]:
+    name = f"{spec.label} @ {pending}" + (f" ({reader} reader)" if reader != "cli" else "")
     run_dir = work / f"{len(list(work.iterdir()))}"
     run_dir.mkdir()
     run_dir.chmod(0o755)  # munged (its own user) keeps the local cluster's socket and log below it
@@ -384,7 +387,7 @@ def run_one(spec: PolicySpec, pending: int, args: argparse.Namespace, work: Path
     t_start = time.monotonic()
     say(f"{name}: starting the local Slurm" + (" with accounting" if args.accounting else ""))
     env = cluster.env()
-    result: dict[str, Any] = {"policy": spec.label, "pending": pending}
+    result: dict[str, Any] = {"policy": spec.label, "pending": pending, "reader": reader}
     try:
         cluster.start()  # inside the try: a start that fails half-way still stops what it started
         for node, gres in NODE_GPUS.items():
@@ -402,7 +405,7 @@ def run_one(spec: PolicySpec, pending: int, args: argparse.Namespace, work: Path
         overrides: dict[str, Any] = {
             "model": spec.model, "run_model_behind_base": True,  # the bench times the model it names
             "base_policy": spec.base_policy, "interval": args.interval, "react": 0,
-            "state_file": str(run_dir / "state.db"), "slurm": {"conf": str(cluster.conf)},
+            "state_file": str(run_dir / "state.db"), "slurm": {"conf": str(cluster.conf), "reader": reader},
             "metrics": {"enabled": False}}
         cfg = load_config(None, **overrides)
         configure("error", "json")  # the bench reports each cycle itself; the log's errors still show
@@ -484,6 +487,9 @@ def run_one(spec: PolicySpec, pending: int, args: argparse.Namespace, work: Path
 def bench_cycle(args: argparse.Namespace) -> int:
     sizes = parse_sizes(args.pending)
     specs = parse_policies(args.policies)
+    readers = [r.strip() for r in args.readers.split(",") if r.strip()]
+    if not readers or set(readers) - {"cli", "pyslurm"}:
+        raise UserError(f"--readers: cli and/or pyslurm, got {args.readers!r}")
     for what, value in (("--interval", args.interval), ("--every", args.every)):
         if value <= 0:
             raise UserError(f"{what} must be positive, got {value:g}")
@@ -512,9 +518,9 @@ def bench_cycle(args: argparse.Namespace) -> int:
         "max_updates_per_cycle": slurm.max_updates_per_cycle, "runs": [], **machine()}
     try:
         with sigterm_interrupts():  # the daemon in this process must not swallow a stop: the cluster goes
-            for spec in specs:
+            for spec, reader in itertools.product(specs, readers):
                 for n in sizes:
-                    result["runs"].append(run_one(spec, n, args, work, say))
+                    result["runs"].append(run_one(spec, n, args, work, say, reader))
                     if args.out:  # after every run: an interrupted bench keeps what it measured
                         write_results(result, Path(args.out))
     finally:
@@ -537,6 +543,8 @@ def register(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c.add_argument("--baseline", type=float, default=20.0,
                    help="seconds of a user's sbatch before the daemon starts (default 20)")
     c.add_argument("--every", type=float, default=0.25, help="seconds between a user's sbatch calls")
+    c.add_argument("--readers", default="cli", help="comma-separated [slurm] reader values to time: cli "
+                   "and/or pyslurm (pyslurm needs Slurm 25.11 with pyslurm installed; default cli)")
     c.add_argument("--accounting", action="store_true",
                    help="start slurmdbd too, so models that read run history get it from sacct")
     c.add_argument("--out", default="", help="directory for results.json and results.md")
