@@ -114,9 +114,18 @@ def _none(text: str) -> str:
     return "" if text in ("(null)", "N/A", "n/a", "None") else text
 
 
+def _plain(value: Any) -> Any:
+    """A ``squeue --json`` value as 22.05 prints it: from 23.02 the data parsers wrap numbers as
+    ``{"set": true, "infinite": false, "number": N}``."""
+    if isinstance(value, dict) and "number" in value:
+        return float("inf") if value.get("infinite") else value["number"]
+    return value
+
+
 def _truth(c: SlurmTestCluster) -> dict[str, dict[str, Any]]:
+    """Ground truth from ``squeue --json``: another code path in Slurm than the formats the reader uses."""
     data = json.loads(c.run("squeue", "--json").stdout)
-    return {str(j["job_id"]): j for j in data["jobs"]}
+    return {str(_plain(j["job_id"])): {k: _plain(v) for k, v in j.items()} for j in data["jobs"]}
 
 
 def test_reader_sees_every_job_as_slurm_stores_it(hostile: tuple[SlurmTestCluster, dict[str, dict[str, Any]]]

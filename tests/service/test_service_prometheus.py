@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -17,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from rltune_daemon.slurm.localcluster import LocalCluster
+from rltune_daemon.slurm.release import OPENMETRICS, parse_version
 
 pytestmark = pytest.mark.prometheus
 
@@ -128,7 +132,8 @@ def test_grafana_dashboard_queries_run_on_prometheus(scraped: int) -> None:
     port = scraped
     dash_file = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "rltune.json"
     dash = json.loads(dash_file.read_text())
-    exprs = [t["expr"].replace("$__rate_interval", "1m") for p in dash["panels"] for t in p["targets"]]
+    exprs = [t["expr"].replace("$__rate_interval", "1m") for p in dash["panels"]
+             for t in p.get("targets", [])]
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # rate() needs a few scrapes in its window
         try:
@@ -138,7 +143,63 @@ def test_grafana_dashboard_queries_run_on_prometheus(scraped: int) -> None:
             pass
         time.sleep(0.5)
     empty = []
-    for e in exprs:
-        if not _query(port, e) and "> 0" not in e and "start_wait" not in e:
+    for e in exprs:  # slurm_*: slurmctld's own series (25.11+), scraped in the test below
+        if not _query(port, e) and "> 0" not in e and "start_wait" not in e and "slurm_" not in e:
             empty.append(e)
     assert not empty, empty
+
+
+def _slurmctld_release() -> tuple[int, int, int] | None:
+    exe = shutil.which("slurmctld")
+    out = subprocess.run([exe, "-V"], capture_output=True, text=True, check=False).stdout if exe else ""
+    return parse_version(out)
+
+
+@pytest.mark.slurm
+def test_prometheus_scrapes_slurmctlds_own_metrics_for_the_dashboard(tmp_path: Path) -> None:
+    """Slurm 25.11 (``make test-versions``): Prometheus scrapes slurmctld with the shipped
+    deploy/prometheus/slurmctld.yml, its counts are the queue's, and every Slurm expression of the
+    dashboard returns series."""
+    version = _slurmctld_release()
+    if os.geteuid() != 0 or version is None or version[:2] < OPENMETRICS:
+        pytest.skip("needs root and Slurm 25.11+ on PATH (make test-versions)")
+    prom = _prometheus_bin()
+    state = Path(tempfile.mkdtemp(prefix="rlt-prom-", dir="/tmp"))  # munged (its own user) must reach it
+    cluster = LocalCluster.private(state, message_timeout=3, test_user=None,
+                                   conf_overrides={"MetricsType": "metrics/openmetrics"})
+    cluster.start()
+    server = None
+    try:
+        env = cluster.env()
+        for gpus in (13, 1, 1):  # one job more than the GPUs, then two that must wait
+            subprocess.run(["sbatch", "-o", "/dev/null", f"--gpus={gpus}", "-t", "10", "--wrap", "sleep 300"],
+                           env=env, check=False, capture_output=True, cwd="/tmp")
+        repo = Path(__file__).resolve().parents[2]
+        shipped = (repo / "deploy" / "prometheus" / "slurmctld.yml").read_text()
+        scrape = shipped.replace("slurmctld.example:6817", f"127.0.0.1:{cluster.ctld_port}")
+        cfg = tmp_path / "prometheus.yml"
+        cfg.write_text("global:\n  scrape_interval: 1s\n" + scrape[scrape.index("scrape_configs:"):])
+        pport = _free_port()
+        server = subprocess.Popen([prom, f"--config.file={cfg}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                                   f"--web.listen-address=127.0.0.1:{pport}", "--log.level=warn"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if _query(pport, "count_over_time(slurm_bf_cycle_last[1m]) >= 3"):
+                    break
+            except OSError:
+                pass
+            time.sleep(0.5)
+        squeue = subprocess.run(["squeue", "-h", "-t", "PD", "-o", "%A"], env=env, capture_output=True,
+                                text=True, check=True, cwd="/tmp").stdout.split()
+        (pending,) = _query(pport, "slurm_jobs_pending")
+        assert int(float(pending["value"][1])) == len(squeue) >= 1
+        dash = json.loads((repo / "deploy/grafana/rltune.json").read_text())
+        exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", []) if "slurm_" in t["expr"]]
+        assert exprs and all(_query(pport, e) for e in exprs), [e for e in exprs if not _query(pport, e)]
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=20)
+        cluster.stop(purge=True)

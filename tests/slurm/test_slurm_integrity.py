@@ -99,6 +99,11 @@ def test_confirm_asks_once_for_all_then_one_by_one(tmp_path: Path, captured: Pat
     assert fates[meta["pd_typed"]] == Fate("alive", "PENDING")
     assert fates["999999"].kind == "gone"
     assert len((bin_dir / "calls").read_text().splitlines()) == 2  # one batch, one single check
+    # one id alone that Slurm no longer knows: squeue fails with "Invalid job id" (captured): gone, not
+    # an error that would stop every cycle from forgetting the job
+    bin_dir = _fake_squeue(tmp_path / "c", "", (captured / "confirm_invalid.stderr").read_text())
+    assert SlurmReader(SlurmRunner(bin_dir=str(bin_dir))).confirm(["999999"], single=False) == {
+        "999999": Fate("gone")}
     bin_dir = _fake_squeue(tmp_path / "b", "", "slurm_load_jobs error: Socket timed out on send/recv\n")
     reader = SlurmReader(SlurmRunner(bin_dir=str(bin_dir)))
     assert reader.confirm(["999999", "5"])["999999"].kind == "unknown"  # an error is not evidence

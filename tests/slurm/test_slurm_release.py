@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.server
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from rltune_daemon.policies.slurm_priority import cluster_weights
 from rltune_daemon.service.backends import SlurmBackend
 from rltune_daemon.service.config import load_config
 from rltune_daemon.slurm.errors import SuspectRead
@@ -160,3 +162,12 @@ def test_the_daemon_reads_slurms_own_counts_where_they_are_on(tmp_path: Path, pr
         assert "slurm_bf_cycle_last" in counts
     finally:
         cluster.stop(purge=True)
+
+
+def test_a_cluster_without_accounting_has_no_age_factor_on_every_release(captured: Path) -> None:
+    """22.05 prints ``AccountingStorageType = accounting_storage/none``, 23.11+ ``(null)``: both mean no
+    slurmdbd, so Slurm ignores the age weight and so must the simulator's copy of the cluster's priority."""
+    text = (captured / "show_config.txt").read_text()
+    text = re.sub(r"^PriorityWeightAge\s*=.*$", "PriorityWeightAge = 1000", text, flags=re.MULTILINE)
+    weights, _ = cluster_weights(text, 1.0)
+    assert weights.age == 0.0 and weights.job_size == 1000

@@ -43,6 +43,7 @@ SUITE = (
     "tests/service/test_service_faults.py", "tests/service/test_service_hostile.py",
     "tests/service/test_service_ratelimit.py", "tests/service/test_service_milp_hints.py",
     "tests/service/test_service_history.py", "tests/replay/test_replay_slurm.py",
+    "tests/service/test_service_prometheus.py",
 )
 STEPS = ("capture", "suite", "probe", "replay", "operator", "pyslurm")
 PYSLURM = "pyslurm>=25.11,<25.12"

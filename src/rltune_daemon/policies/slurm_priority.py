@@ -60,7 +60,8 @@ def cluster_weights(config_text: str, speedup: float) -> tuple[MultifactorWeight
         raise UserError(f"the cluster runs {ptype or 'no PriorityType'}; a replay compares against "
                         "priority/multifactor only")
     notes: list[str] = []
-    accounting = cfg.get("AccountingStorageType", "accounting_storage/none") != "accounting_storage/none"
+    # 22.05 prints accounting_storage/none; 23.11 and later, where that plugin is gone, (null)
+    accounting = cfg.get("AccountingStorageType", "").strip() not in ("", "(null)", "accounting_storage/none")
     # Without accounting Slurm ignores the age and fair-share factors (FACTS, lab notes).
     age = _weight(cfg, "PriorityWeightAge") if accounting else 0.0
     fairshare = _weight(cfg, "PriorityWeightFairShare") if accounting else 0.0

@@ -55,7 +55,7 @@ from rltune_daemon.slurm.parse import (
     parse_squeue_jobs,
     parse_squeue_tres,
 )
-from rltune_daemon.slurm.runner import SlurmRunner
+from rltune_daemon.slurm.runner import SlurmRunner, classify
 
 # squeue -j with ONE id asks for that job alone and says so when Slurm no longer knows it; with
 # several ids it lists the known ones and is silent about the rest (seen on 22.05)
@@ -259,7 +259,13 @@ class SlurmReader:
         if not ids:
             return out
         batch = ids[:CONFIRM_BATCH]
-        res = self.runner.run(confirm_argv(batch))
+        res = self.runner.run(confirm_argv(batch), check=False)
+        if len(batch) == 1 and res.rc != 0 and INVALID_JOB in res.stderr:
+            # squeue -j with one id Slurm no longer knows fails with "Invalid job id" (every release
+            # 22.05-25.11); with several it lists the rest. Either way that id is positively gone.
+            out[batch[0]] = Fate("gone")
+            return out
+        classify(confirm_argv(batch), res.rc, res.stdout, res.stderr)
         for job_id, state in parse_job_states(res.stdout, "squeue -t all"):
             if job_id in out:
                 out[job_id] = fate_of(state)
