@@ -147,7 +147,8 @@ def one_release(series: str, args: argparse.Namespace, out: Path) -> dict[str, A
                                "--out", str(rdir / "replay")], env, 1800),
         "operator": lambda: run([python, "-m", "rltune_daemon.cli.main", "bench", "soak", "--sim-hours", "0",
                                  "--live-jobs", str(args.operator_jobs), "--live-cycles", "2", "--interval",
-                                 "10", "--operator", "--rl-refill", "10", "--out", str(rdir / "operator")],
+                                 "10", "--operator", "--rl-refill", "10", "--model", "daemon:sjf",
+                                 "--out", str(rdir / "operator")],
                                 env, 3600),
         "pyslurm": lambda: pyslurm_bench(python, env, rdir, args),
     }

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,11 +58,6 @@ def python_for(user: str) -> Iterator[None]:
     finally:
         for parent, mode in opened:
             parent.chmod(mode & 0o7777)
-
-
-def as_user(user: str, env: dict[str, str], argv: Sequence[str]) -> list[str]:
-    """``argv`` run as ``user`` with exactly the variables in ``env`` added (runuser resets the rest)."""
-    return ["runuser", "-u", user, "--", "env", *(f"{k}={v}" for k, v in env.items()), *argv]
 
 
 def refusals(slurmctld_log: Path, uid: int) -> int:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from rltune_daemon.bench.load import NODE_GPUS, Latency, fill_queue, latency_stats
-from rltune_daemon.bench.operator import OPERATOR_USER, RateLimitSettings, as_user, python_for, refusals
+from rltune_daemon.bench.operator import OPERATOR_USER, RateLimitSettings, python_for, refusals
 from rltune_daemon.cli.common import print_json
 from rltune_daemon.errors import UserError
 from rltune_daemon.service.statefile import StateFile
@@ -151,17 +151,33 @@ def _watch(proc: subprocess.Popen[str], phase: Phase, state: Path, stop_after: i
     phase.wall_s = time.monotonic() - t0
 
 
+def policy_line(model: str) -> str:
+    """``--model``: a model directory (run even where it trails its base policy: the soak measures what
+    it writes) or ``daemon:NAME``, the daemon with that base policy and no model."""
+    if model.startswith("daemon:"):
+        return f'base_policy = "{model.removeprefix("daemon:")}"'
+    return f'model = "{model}"\nrun_model_behind_base = true'
+
+
 def _daemon(env: dict[str, str], *args: str, user: str | None = None) -> subprocess.Popen[str]:
+    """The daemon process (as ``user``, directly: the signals the soak sends reach it, not a wrapper)."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("RLTUNE_")} | env
     argv = [sys.executable, "-m", "rltune_daemon.cli.daemon", *args]
-    return subprocess.Popen(as_user(user, env, argv) if user else argv, env=full, cwd="/tmp",
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, bufsize=1)
+    who: dict[str, Any] = {}
+    if user:
+        pw = pwd.getpwnam(user)
+        who = {"user": pw.pw_uid, "group": pw.pw_gid, "extra_groups": []}
+        full |= {"HOME": pw.pw_dir, "USER": user, "LOGNAME": user}
+    return subprocess.Popen(argv, env=full, cwd="/tmp", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, bufsize=1, **who)
 
 
 def soak_sim(hours: float, model: str, work: Path) -> Phase:
     phase = Phase("sim")
     state = work / "sim-state.db"
-    proc = _daemon({"RLTUNE_SIM__SPEEDUP": "0", "RLTUNE_SIM__HOURS": str(hours), "RLTUNE_MODEL": model,
+    policy = ({"RLTUNE_BASE_POLICY": model.removeprefix("daemon:")} if model.startswith("daemon:")
+              else {"RLTUNE_MODEL": model, "RLTUNE_RUN_MODEL_BEHIND_BASE": "true"})
+    proc = _daemon({"RLTUNE_SIM__SPEEDUP": "0", "RLTUNE_SIM__HOURS": str(hours), **policy,
                     "RLTUNE_STATE_FILE": str(state), "RLTUNE_METRICS__ENABLED": "false"},
                    "--backend", "sim")
     _watch(proc, phase, state, 0, _progress(f"sim: {hours:g} simulated hours", None))
@@ -225,7 +241,7 @@ def soak_live(jobs: int, cycles: int, model: str, interval: float, work: Path,
         latency.times.clear()
         state = run_dir / "live-state.db"
         (work / "live.toml").write_text(
-            f'model = "{model}"\ninterval = {interval}\nreact = 0\nstate_file = "{state}"\n'
+            f'{policy_line(model)}\ninterval = {interval}\nreact = 0\nstate_file = "{state}"\n'
             f'[slurm]\nconf = "{cluster.conf}"\n[metrics]\nenabled = false\n')
         stop = threading.Event()
         sampler = threading.Thread(target=latency.run, args=(stop,))
@@ -391,7 +407,8 @@ def register(bsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     s.add_argument("--live-jobs", type=int, default=10_000, help="pending jobs on the local Slurm (0: skip)")
     s.add_argument("--live-cycles", type=int, default=20, help="live cycles before SIGTERM")
     s.add_argument("--interval", type=float, default=10.0, help="the live daemon's interval (seconds)")
-    s.add_argument("--model", default="models/testbed-multifactor", help="model directory the daemon runs")
+    s.add_argument("--model", default="models/testbed-multifactor",
+                   help="model directory the daemon runs, or daemon:NAME for a base policy and no model")
     s.add_argument("--operator", action="store_true",
                    help="live: the daemon as a non-root Slurm Operator under rl_enable (enforced from "
                         "Slurm 23.02); refused RPCs counted from slurmctld's log")

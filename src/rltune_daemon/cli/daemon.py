@@ -138,12 +138,19 @@ def check_config(cfg: DaemonConfig, path: Path | None, probe: bool = False) -> i
     if (legacy := legacy_path(state)) is not None and legacy.exists():
         print(f"state file: {legacy}, an earlier version's, is migrated into it at the next live start")
     print("config OK")
-    if not probe:
-        return 0
     if cfg.backend != "slurm":
-        print("probe: nothing to probe with backend = sim")
+        if probe:
+            print("probe: nothing to probe with backend = sim")
         return 0
-
+    if not probe:  # which Slurm, and what that decides: one read-only RPC, the rest is for --probe
+        try:
+            release = SlurmBackend(cfg).detect()
+        except SlurmError as err:
+            print(f"slurm: not read ({err}); --check-config --probe on a host that reaches slurmctld")
+        else:
+            for line in release.implications():
+                print(f"slurm: {line}")
+        return 0
     return print_probe(run_probe(cfg, history=choice.policy.learns_history))
 
 

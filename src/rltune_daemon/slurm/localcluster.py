@@ -210,6 +210,11 @@ class LocalCluster:
         while time.monotonic() < deadline:
             runner.begin_cycle()
             if runner.ping():
+                # From 23.11 a slurmctld restarted under running jobs counts this cluster's fake GPUs
+                # wrong (a later 4-GPU job on a node shows 0 GPUs used, and more jobs start there) until
+                # it is reconfigured; 22.05 recovers them right. Reconfiguring is harmless on every release.
+                subprocess.run(["scontrol", "reconfigure"], env=self.env(), check=False, capture_output=True,
+                               timeout=timeout)
                 return
             time.sleep(0.1)
         raise LocalClusterError(f"slurmctld did not answer within {timeout:g} s after restart")
