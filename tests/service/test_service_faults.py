@@ -38,6 +38,7 @@ from slurm_fixtures import TEST_USER, SlurmTestCluster
 
 pytestmark = pytest.mark.slurm
 RESERVATION = "rltune-fault-hold"
+STRANDED = {"p100-1": 4, "p100-2": 3, "k80-1": 2, "k80-2": 0, "m40-1": 1}  # strand_one_p100
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +54,12 @@ def scene(slurm_cluster: SlurmTestCluster, tmp_path_factory: pytest.TempPathFact
         jobs.append(c.submit(f"--gres={gres}", "-t", str(minutes), user=TEST_USER if k % 2 else None))
     c.wait_in_sprio(*jobs)
     time.sleep(SETTLE_S)  # past the age from which the reader expects every waiting job in sprio
+    used = {n.name: n.gpus_alloc for n in c.reader().read().nodes}
+    started = [j for j in jobs if c.state(j) != "PENDING"]
+    if used != STRANDED or started:  # the scene's premise, or every test below fails for another reason
+        raise AssertionError(f"scene not as built: GPUs in use {used}, started {started}\n"
+                             + c.run("sinfo", "-N", "-O", "NodeList:10,StateLong:16,GresUsed:30").stdout
+                             + c.run("squeue", "-o", "%A %T %r %b %N").stdout)
     faults = FaultBin(tmp_path_factory.mktemp("faultbin"), c.cluster.state_dir / "run" / "slurmctld.pid")
     yield c, faults, jobs
     faults.disarm()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -218,8 +219,7 @@ def test_plain_cluster_dry_run_says_qssf_has_no_history(c: SlurmTestCluster, tmp
     job = c.submit("--gres=gpu:1", "-t", "5")
     c.wait_in_sprio(job)
     _cfg(tmp_path, c)
-    env = {"RLTUNE_CONFIG": str(tmp_path / "cfg.toml"),
-           "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"}
+    env = {"RLTUNE_CONFIG": str(tmp_path / "cfg.toml"), "PATH": os.environ["PATH"]}  # the Slurm under test
     res = subprocess.run([sys.executable, "-m", "rltune_daemon.cli.daemon", "--dry-run", "--once"],
                          env=env, capture_output=True, text=True, timeout=120, check=False)
     assert res.returncode == 0, res.stderr

@@ -140,7 +140,7 @@ def test_an_operator_daemon_stays_inside_slurms_rpc_rate_limit(operator: SlurmTe
     log = Path(c.cluster.state_dir, "log", "slurmctld.log")
     if release.rate_limit_enforced:  # 23.02+: slurmctld itself says whether it refused anything
         assert "RPC rate limiting enabled" in log.read_text(errors="replace")
-        assert refusals(log, pwd.getpwnam(TEST_USER).pw_uid) == 0
+        assert refusals(log, pwd.getpwnam(TEST_USER).pw_uid) == {}
     restore = subprocess.run(
         ["runuser", "-u", TEST_USER, "--", "env", f"SLURM_CONF={c.conf}", f"RLTUNE_CONFIG={work}/cfg.toml",
          sys.executable, "-m", "rltune_daemon.cli.daemon", "--restore"],

@@ -18,7 +18,8 @@ For each release (root, Debian 12; ``22.05`` means Debian's own packages, no bui
    comparison test, and ``rltune bench cycle --readers cli,pyslurm`` at 1,024 and 10,000 pending.
 
 Each step's outcome, seconds and output tail go to ``OUT/<series>.json``; ``OUT/summary.md`` is the
-table of every release run so far. ``--skip`` leaves steps out (e.g. ``operator,pyslurm`` for a quick run).
+table of every release run so far. ``--skip`` leaves steps out (e.g. ``operator,pyslurm`` for a quick run);
+a step left out keeps its result from the last run that had it.
 """
 
 from __future__ import annotations
@@ -132,8 +133,10 @@ def one_release(series: str, args: argparse.Namespace, out: Path) -> dict[str, A
     skip = set(args.skip)
     if series == "25.11" and "pyslurm" not in skip and prefix is not None:
         python = pyslurm_python(prefix)
+    done = out / f"{series}.json"  # steps of an earlier run that this one skips are kept
+    earlier = json.loads(done.read_text())["steps"] if done.exists() else {}
     result: dict[str, Any] = {"series": series, "version": full, "prefix": str(prefix or "/usr"),
-                              "python": python, "steps": {}}
+                              "python": python, "steps": earlier}
     rdir = out / series
     rdir.mkdir(parents=True, exist_ok=True)
     steps: dict[str, Callable[[], dict[str, Any]]] = {
@@ -159,7 +162,7 @@ def one_release(series: str, args: argparse.Namespace, out: Path) -> dict[str, A
         say(f"{series}: {name}")
         result["steps"][name] = step = fn()
         say(f"{series}: {name} {'ok' if step['ok'] else 'FAILED'} ({step['seconds']:g} s)")
-        (out / f"{series}.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+        done.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     return result
 
 

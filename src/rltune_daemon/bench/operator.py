@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,8 +28,9 @@ class RateLimitSettings:
     period: int = 1
 
     def slurmctld_parameters(self) -> str:
+        # rl_log_freq=0: slurmctld logs every refusal (its default, stated so that the count is complete)
         return (f"rl_enable,rl_bucket_size={self.bucket},rl_refill_rate={self.refill},"
-                f"rl_refill_period={self.period}")
+                f"rl_refill_period={self.period},rl_log_freq=0")
 
 
 def _runs_python(user: str) -> bool:
@@ -60,12 +62,13 @@ def python_for(user: str) -> Iterator[None]:
             parent.chmod(mode & 0o7777)
 
 
-def refusals(slurmctld_log: Path, uid: int) -> int:
-    """RPCs slurmctld refused from ``uid`` ("RPC rate limit exceeded by uid N ... telling to back off",
-    logged at info). Slurm's clients sleep and resend each refused RPC themselves, so a refusal costs
-    time, not an update; counting them says whether the daemon's pacing kept inside the bucket."""
+def refusals(slurmctld_log: Path, uid: int) -> dict[str, int]:
+    """RPCs slurmctld refused from ``uid``, by message type ("RPC rate limit exceeded by uid N with
+    REQUEST_JOB_INFO from ..., telling to back off", logged at info). Slurm's clients sleep and resend
+    each refused RPC themselves, so a refusal costs time, not an update; counting them says whether the
+    daemon's pacing kept inside the bucket, and which call overdrew it."""
     try:
         text = slurmctld_log.read_text(errors="replace")
     except OSError:
-        return 0
-    return len(re.findall(rf"RPC rate limit exceeded by uid {uid}\b", text))
+        return {}
+    return dict(Counter(re.findall(rf"RPC rate limit exceeded by uid {uid} with (\S+)", text)))
