@@ -210,11 +210,7 @@ class LocalCluster:
         while time.monotonic() < deadline:
             runner.begin_cycle()
             if runner.ping():
-                # From 23.11 a slurmctld restarted under running jobs counts this cluster's fake GPUs
-                # wrong (a later 4-GPU job on a node shows 0 GPUs used, and more jobs start there) until
-                # it is reconfigured; 22.05 recovers them right. Reconfiguring is harmless on every release.
-                subprocess.run(["scontrol", "reconfigure"], env=self.env(), check=False, capture_output=True,
-                               timeout=timeout)
+                self._recount_gres(timeout)
                 return
             time.sleep(0.1)
         raise LocalClusterError(f"slurmctld did not answer within {timeout:g} s after restart")
@@ -224,3 +220,13 @@ class LocalCluster:
         pid = self._pid("slurmctld")
         if pid is not None:
             os.kill(pid, signal.SIGSTOP if frozen else signal.SIGCONT)
+            if not frozen:
+                self._recount_gres(30.0)
+
+    def _recount_gres(self, timeout: float) -> None:
+        """From 23.11 a slurmctld restarted or stopped under running jobs can count this cluster's fake
+        GPUs (every one the same /dev/null device) wrong: a later 4-GPU job on a node shows 0 GPUs in use
+        and more jobs start there, until it is reconfigured. 22.05 recovers them right; reconfiguring is
+        harmless on every release."""
+        subprocess.run(["scontrol", "reconfigure"], env=self.env(), check=False, capture_output=True,
+                       timeout=timeout)
