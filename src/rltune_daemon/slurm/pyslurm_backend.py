@@ -28,6 +28,7 @@ from __future__ import annotations
 import importlib
 import math
 import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
@@ -148,6 +149,12 @@ class PyslurmReader(SlurmReader):
             conf = runner.slurm_conf or os.environ.get("SLURM_CONF") or DEFAULT_CONF
             if not os.path.isfile(conf):
                 raise UserError(f"pyslurm reader: no slurm.conf at {conf}; set [slurm] conf")
+            # libslurm reads it once per process: a second cluster in the same process would be asked
+            # through the first one's controller ("Unable to contact slurm controller")
+            loaded = os.environ.get("SLURM_CONF", conf)
+            if "pyslurm" in sys.modules and loaded != conf:
+                raise UserError(f"pyslurm reader: this process already reads the Slurm of {loaded}; "
+                                f"one cluster per process (start another for {conf})")
             os.environ["SLURM_CONF"] = conf
         self.pyslurm = module if module is not None else load_pyslurm()
 
