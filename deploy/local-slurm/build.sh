@@ -75,7 +75,7 @@ case "$KIND" in
   tree) cp -a "$SRC" "$WORK/src" ;;
   tarball) mkdir "$WORK/src"; tar -xjf "$REF" -C "$WORK/src" --strip-components=1 ;;
 esac
-log "building Slurm $FULL from $REF into $PREFIX ($JOBS jobs; about 10 minutes on 2 cores)"
+log "building Slurm $FULL from $REF into $PREFIX ($JOBS jobs; about 5 minutes on 2 cores)"
 rm -rf "$PREFIX"; mkdir -p "$PREFIX"
 cd "$WORK/src"
 # --enable-multiple-slurmd: the local cluster runs five `slurmd -N` on one host.
