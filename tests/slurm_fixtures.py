@@ -127,7 +127,12 @@ class SlurmTestCluster:
         self.wait_for(lambda: self.state(job_id) == state, timeout, f"job {job_id} {state}")
 
     def wait_in_sprio(self, *job_ids: str, timeout: float = WAIT_S) -> None:
+        """Until sprio lists the jobs and Slurm has looked at them once: from 23.11 a cluster without
+        accounting gives a new job the reason "InvalidAccount" until its scheduler's next pass, and the
+        daemon gives no node hint to a job waiting for anything but resources or priority."""
         self.wait_for(lambda: set(job_ids) <= set(self.sprio()), timeout, f"{job_ids} in sprio")
+        self.wait_for(lambda: not any(r.endswith("|InvalidAccount") for r in self.squeue("%A|%r", *job_ids)),
+                      timeout, f"{job_ids} evaluated by the scheduler")
 
     # -- scenarios -------------------------------------------------------------------------
     def fill_gpus(self) -> dict[str, str]:
