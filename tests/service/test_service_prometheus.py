@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from rltune_daemon.slurm.localcluster import LocalCluster
-from rltune_daemon.slurm.release import OPENMETRICS, parse_version
+from rltune_daemon.slurm.release import OPENMETRICS
+from slurm_fixtures import require_release
 
 pytestmark = pytest.mark.prometheus
 
@@ -149,20 +150,12 @@ def test_grafana_dashboard_queries_run_on_prometheus(scraped: int) -> None:
     assert not empty, empty
 
 
-def _slurmctld_release() -> tuple[int, int, int] | None:
-    exe = shutil.which("slurmctld")
-    out = subprocess.run([exe, "-V"], capture_output=True, text=True, check=False).stdout if exe else ""
-    return parse_version(out)
-
-
 @pytest.mark.slurm
 def test_prometheus_scrapes_slurmctlds_own_metrics_for_the_dashboard(tmp_path: Path) -> None:
     """Slurm 25.11 (``make test-versions``): Prometheus scrapes slurmctld with the shipped
     deploy/prometheus/slurmctld.yml, its counts are the queue's, and every Slurm expression of the
     dashboard returns series."""
-    version = _slurmctld_release()
-    if os.geteuid() != 0 or version is None or version[:2] < OPENMETRICS:
-        pytest.skip("needs root and Slurm 25.11+ on PATH (make test-versions)")
+    require_release(OPENMETRICS)
     prom = _prometheus_bin()
     state = Path(tempfile.mkdtemp(prefix="rlt-prom-", dir="/tmp"))  # munged (its own user) must reach it
     cluster = LocalCluster.private(state, message_timeout=3, test_user=None,

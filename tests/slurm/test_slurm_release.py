@@ -5,10 +5,7 @@ endpoint outputs, served from a local HTTP server where a release has them."""
 from __future__ import annotations
 
 import http.server
-import os
 import re
-import shutil
-import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -24,7 +21,7 @@ from rltune_daemon.slurm.localcluster import LocalCluster
 from rltune_daemon.slurm.openmetrics import MetricsUnavailable, SlurmCounts, check_counts, fetch_counts
 from rltune_daemon.slurm.parse import parse_squeue_jobs
 from rltune_daemon.slurm.release import OPENMETRICS, SlurmRelease, parse_version
-from slurm_fixtures import SlurmTestCluster
+from slurm_fixtures import SlurmTestCluster, require_release
 
 
 def test_each_release_reads_its_version_and_what_it_implies(captured: Path) -> None:
@@ -127,19 +124,10 @@ def test_an_endpoint_that_is_off_or_unreachable_is_one_reason(endpoint: str) -> 
 # ---- on a live 25.11 (make test-versions); skipped on older releases --------------------------------
 
 
-def _release_on_path() -> tuple[int, int, int] | None:
-    exe = shutil.which("slurmctld")
-    if exe is None:
-        return None
-    return parse_version(subprocess.run([exe, "-V"], capture_output=True, text=True, check=False).stdout)
-
-
 @pytest.mark.slurm
 @pytest.mark.parametrize("private_data", ["", "jobs"])
 def test_the_daemon_reads_slurms_own_counts_where_they_are_on(tmp_path: Path, private_data: str) -> None:
-    version = _release_on_path()
-    if os.geteuid() != 0 or version is None or version[:2] < OPENMETRICS:
-        pytest.skip("needs root and Slurm 25.11+ on PATH (make test-versions)")
+    require_release(OPENMETRICS)
     overrides = {"MetricsType": "metrics/openmetrics", "PrivateData": private_data}
     cluster = LocalCluster.private(Path(tempfile.mkdtemp(prefix="rlt-om-", dir="/tmp")), message_timeout=3,
                                    test_user=None, conf_overrides=overrides, timeout=120)

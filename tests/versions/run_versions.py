@@ -17,8 +17,8 @@ For each release (root, Debian 12; ``22.05`` means Debian's own packages, no bui
 7. **pyslurm** (25.11): pyslurm built against this release (once, in its cache), the pyslurm-vs-CLI
    comparison test, and ``rltune bench cycle --readers cli,pyslurm`` at 1,024 and 10,000 pending.
 
-Each step's outcome, seconds and output tail go to ``OUT/<series>.json``; ``OUT/summary.md`` is the
-table of every release run so far. ``--skip`` leaves steps out (e.g. ``operator,pyslurm`` for a quick run);
+Each step's outcome, seconds and output tail go to ``OUT/<series>.json``; the end prints the table of
+every release run so far. ``--skip`` leaves steps out (e.g. ``operator,pyslurm`` for a quick run);
 a step left out keeps its result from the last run that had it.
 """
 
@@ -223,7 +223,8 @@ def pyslurm_bench(python: str, env: dict[str, str], rdir: Path, args: argparse.N
 def _cell(steps: dict[str, Any], name: str) -> str:
     if name not in steps:
         return "-"
-    return "ok" if steps[name]["ok"] else f"FAILED (rc {steps[name].get('rc', '?')})"
+    step = steps[name]
+    return "ok" if step["ok"] else "FAILED" + (f" (rc {step['rc']})" if "rc" in step else "")
 
 
 def summary(out: Path) -> str:
@@ -257,8 +258,7 @@ def main() -> int:
     for series in args.versions.split():
         result = one_release(series, args, args.out)
         ok = ok and all(s["ok"] for s in result["steps"].values())
-    (args.out / "summary.md").write_text(summary(args.out))
-    print(summary(args.out))
+    print(summary(args.out))  # the table of docs/slurm-versions.md, from every release run so far
     return 0 if ok else 1
 
 

@@ -245,6 +245,11 @@ def _median(values: Sequence[float]) -> float:
     return round(float(statistics.median(values)), 4) if values else 0.0
 
 
+def reader_label(reader: str) -> str:
+    """What a run's name gains when it times a reader other than the default CLI one."""
+    return f" ({reader} reader)" if reader != "cli" else ""
+
+
 def results_md(result: Mapping[str, Any]) -> str:
     """A short Markdown report: per policy and size, first vs steady cycle."""
     lines = [f"# `rltune bench cycle` (started {result.get('date', '')})", "",
@@ -274,8 +279,7 @@ def results_md(result: Mapping[str, Any]) -> str:
             between = run["sbatch"].get("steady_between", {}) if which != "first" else {}
             if which == "unsettled_median":  # no steady cycles: the user's sbatch over all cycles
                 lat, between = run["sbatch"].get("all_inside", {}), run["sbatch"].get("all_between", {})
-            reader = run.get("reader", "cli")
-            policy = run["policy"] + (f" ({reader} reader)" if reader != "cli" else "")
+            policy = run["policy"] + reader_label(run.get("reader", "cli"))
             lines.append(
                 f"| {policy} | {run['pending']:,} | {label} | {r['total_s']:.3f} | "
                 + " | ".join(f"{st[k]:.3f}" for k in STAGES)
@@ -378,7 +382,7 @@ def _wait_queue(env: Mapping[str, str], n: int, timeout: float = 300.0) -> int:
 
 def run_one(spec: PolicySpec, pending: int, args: argparse.Namespace, work: Path,
             say: Callable[[str], None], reader: str = "cli") -> dict[str, Any]:
-    name = f"{spec.label} @ {pending}" + (f" ({reader} reader)" if reader != "cli" else "")
+    name = f"{spec.label} @ {pending}" + reader_label(reader)
     run_dir = work / f"{len(list(work.iterdir()))}"
     run_dir.mkdir()
     run_dir.chmod(0o755)  # munged (its own user) keeps the local cluster's socket and log below it

@@ -151,12 +151,12 @@ def _watch(proc: subprocess.Popen[str], phase: Phase, state: Path, stop_after: i
     phase.wall_s = time.monotonic() - t0
 
 
-def policy_line(model: str) -> str:
-    """``--model``: a model directory (run even where it trails its base policy: the soak measures what
-    it writes) or ``daemon:NAME``, the daemon with that base policy and no model."""
+def policy_env(model: str) -> dict[str, str]:
+    """``--model`` as the daemon's environment: a model directory (run even where it trails its base
+    policy: the soak measures what it writes) or ``daemon:NAME``, that base policy and no model."""
     if model.startswith("daemon:"):
-        return f'base_policy = "{model.removeprefix("daemon:")}"'
-    return f'model = "{model}"\nrun_model_behind_base = true'
+        return {"RLTUNE_BASE_POLICY": model.removeprefix("daemon:")}
+    return {"RLTUNE_MODEL": model, "RLTUNE_RUN_MODEL_BEHIND_BASE": "true"}
 
 
 def _daemon(env: dict[str, str], *args: str, user: str | None = None) -> subprocess.Popen[str]:
@@ -175,9 +175,7 @@ def _daemon(env: dict[str, str], *args: str, user: str | None = None) -> subproc
 def soak_sim(hours: float, model: str, work: Path) -> Phase:
     phase = Phase("sim")
     state = work / "sim-state.db"
-    policy = ({"RLTUNE_BASE_POLICY": model.removeprefix("daemon:")} if model.startswith("daemon:")
-              else {"RLTUNE_MODEL": model, "RLTUNE_RUN_MODEL_BEHIND_BASE": "true"})
-    proc = _daemon({"RLTUNE_SIM__SPEEDUP": "0", "RLTUNE_SIM__HOURS": str(hours), **policy,
+    proc = _daemon({"RLTUNE_SIM__SPEEDUP": "0", "RLTUNE_SIM__HOURS": str(hours), **policy_env(model),
                     "RLTUNE_STATE_FILE": str(state), "RLTUNE_METRICS__ENABLED": "false"},
                    "--backend", "sim")
     _watch(proc, phase, state, 0, _progress(f"sim: {hours:g} simulated hours", None))
@@ -241,33 +239,33 @@ def soak_live(jobs: int, cycles: int, model: str, interval: float, work: Path,
         latency.times.clear()
         state = run_dir / "live-state.db"
         (work / "live.toml").write_text(
-            f'{policy_line(model)}\ninterval = {interval}\nreact = 0\nstate_file = "{state}"\n'
+            f'interval = {interval}\nreact = 0\nstate_file = "{state}"\n'
             f'[slurm]\nconf = "{cluster.conf}"\n[metrics]\nenabled = false\n')
         stop = threading.Event()
         sampler = threading.Thread(target=latency.run, args=(stop,))
         started = time.monotonic()
-        reachable = python_for(user) if user else contextlib.nullcontext()
-        reachable.__enter__()
-        proc = _daemon({"RLTUNE_CONFIG": str(work / "live.toml"), "SLURM_CONF": str(cluster.conf)}, user=user)
-        sampler.start()
-        first_end: list[float] = []
+        with contextlib.ExitStack() as stack:
+            if user:
+                stack.enter_context(python_for(user))
+            proc = _daemon({"RLTUNE_CONFIG": str(work / "live.toml"), **policy_env(model)}, user=user)
+            sampler.start()
+            first_end: list[float] = []
 
-        progress = _progress(f"live: {jobs} pending", cycles)
+            progress = _progress(f"live: {jobs} pending", cycles)
 
-        def on_cycle(n: int) -> None:
-            if n == 1:
-                first_end.append(time.monotonic())
-            progress(n)
+            def on_cycle(n: int) -> None:
+                if n == 1:
+                    first_end.append(time.monotonic())
+                progress(n)
 
-        try:
-            _watch(proc, phase, state, cycles, on_cycle)
-            phase.extra["exit"] = proc.wait(timeout=600)
-        finally:
-            stop.set()
-            sampler.join()
-            if proc.poll() is None:
-                proc.kill()
-            reachable.__exit__(None, None, None)
+            try:
+                _watch(proc, phase, state, cycles, on_cycle)
+                phase.extra["exit"] = proc.wait(timeout=600)
+            finally:
+                stop.set()
+                sampler.join()
+                if proc.poll() is None:
+                    proc.kill()
         if operator and user:
             log = cluster.state_dir / "log" / "slurmctld.log"
             phase.extra["rate_limit"] = {

@@ -72,7 +72,6 @@ class SlurmBackend:
             self.reader = SlurmReader(self.runner, partitions=s.partitions, limits=limits, concurrent=True)
         self.writer = SlurmWriter(self.runner, timeout_base=s.timeout, batch=s.write_batch, rate=s.write_rate)
         self.release: SlurmRelease | None = None  # read by ``detect`` before the first cycle
-        self.partitions, self.max_drop_share = s.partitions, s.max_drop_share
         self._metrics_off = ""  # why slurmctld's metrics endpoint failed; the daemon stops asking it
         self.history = SacctHistory(self.runner, s.history_days)
         self.history_every = float(cfg.interval)
@@ -85,16 +84,18 @@ class SlurmBackend:
     def read(self) -> Snapshot:
         snap = self.reader.read()
         info = self.reader.last
-        if self.release is not None and self.release.metrics_url and not self._metrics_off:
+        url = self.release.metrics_url if self.release is not None else ""
+        if url and not self._metrics_off:
             try:
-                counts = fetch_counts(self.release.metrics_url, self.partitions, self.runner.ping_timeout)
+                counts = fetch_counts(url, self.reader.partitions, self.runner.ping_timeout)
             except MetricsUnavailable as exc:  # reported once; the reads go on without the cross-check
                 self._metrics_off = str(exc)
                 if info is not None:
                     info.slurm_metrics_error = self._metrics_off
             else:
+                # slurmctld counts each task of an unsplit array, which the Snapshot holds once
                 tasks = sum(n - 1 for n in info.array_tasks.values()) if info is not None else 0
-                check_counts(len(snap.pending) + tasks, counts, self.max_drop_share)  # Slurm counts tasks
+                check_counts(len(snap.pending) + tasks, counts, self.reader.limits.max_drop_share)
                 if info is not None:
                     info.slurm_counts = counts.log_fields()
         return snap
