@@ -147,7 +147,8 @@ if [ "$WITH_DBD" = 1 ]; then
   port_busy "$MYSQL_PORT" && die "MariaDB port $MYSQL_PORT is in use"
   mkdir -p "$STATE/mysql" "$STATE/run/mysqld"; chown mysql:mysql "$STATE/mysql" "$STATE/run/mysqld"
   mariadb-install-db --user=mysql --datadir="$STATE/mysql" --auth-root-authentication-method=socket \
-    > "$STATE/log/mariadb-install.log" 2>&1 || die "mariadb-install-db failed ($STATE/log/mariadb-install.log)"
+    > "$STATE/log/mariadb-install.log" 2>&1 \
+    || die "mariadb-install-db failed: $(tail -3 "$STATE/log/mariadb-install.log" | tr '\n' ' ')"
   touch "$STATE/log/mariadb.err"; chown mysql:mysql "$STATE/log/mariadb.err"
   setsid mariadbd --user=mysql --datadir="$STATE/mysql" --socket="$STATE/run/mysqld/mysqld.sock" \
     --pid-file="$STATE/run/mysqld/mariadbd.pid" --bind-address=127.0.0.1 --port="$MYSQL_PORT" \
